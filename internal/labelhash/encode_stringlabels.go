@@ -1,0 +1,51 @@
+//go:build !slicelabels && !dedupelabels
+
+package labelhash
+
+// writePair appends a pair in the encoding of stringlabels' Labels.data, over
+// which Labels.Hash is the xxhash: each string is preceded by its length, one
+// byte for 0..254, or 0xff and the length's three low bytes little-endian.
+// Prometheus writes lengths of 2^24 and more truncated to three bytes; so does
+// this, so that the hash stays that of the Labels Prometheus would build.
+func writePair[S ~string | ~[]byte](b *bufDigest, name, value S) {
+	if b.tryPair(len(name), len(value)) {
+		n := b.n
+		b.n = n + putPair(b.buf[n:n+len(name)+len(value)+pairOverhead], name, value)
+		return
+	}
+	writeSize(b, len(name))
+	write(b, name)
+	writeSize(b, len(value))
+	write(b, value)
+}
+
+func writeSize(b *bufDigest, v int) {
+	if v < 255 {
+		b.writeByte(byte(v))
+		return
+	}
+	b.writeByte(255)
+	b.writeByte(byte(v))
+	b.writeByte(byte(v >> 8))
+	b.writeByte(byte(v >> 16))
+}
+
+// pairOverhead is what a short pair adds to its name and value: two length
+// bytes.
+const pairOverhead = 2
+
+// tryPair reports whether a pair of these lengths takes the short encoding
+// and fits in the buffer.
+func (b *bufDigest) tryPair(nameLen, valueLen int) bool {
+	return nameLen < 255 && valueLen < 255 && nameLen+valueLen+pairOverhead <= bufSize-b.n
+}
+
+// putPair writes a short pair into buf, which has exactly its size, and
+// returns that size.
+func putPair[S ~string | ~[]byte](buf []byte, name, value S) int {
+	buf[0] = byte(len(name))
+	copy(buf[1:], name)
+	buf[1+len(name)] = byte(len(value))
+	copy(buf[2+len(name):], value)
+	return len(buf)
+}

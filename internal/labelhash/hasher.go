@@ -1,0 +1,209 @@
+package labelhash
+
+import "github.com/cespare/xxhash/v2"
+
+// sep is the byte Prometheus puts after each name and value when it hashes
+// labels as "name sep value sep" (slicelabels, dedupelabels, Thanos).
+const sep = 0xff
+
+// bufSize is the size of the buffer that collects short strings before they
+// reach the digest. Prometheus's slicelabels Hash uses the same 1 KiB: label
+// sets below it are hashed with one xxhash.Sum64 call, which is faster than
+// the streaming digest for short inputs.
+const bufSize = 1024
+
+// bufDigest is an xxhash digest that buffers short writes so that a label set
+// that fits in bufSize costs one copy and one xxhash.Sum64, as in Prometheus.
+// xxhash of a stream equals xxhash of its concatenation, so where the stream
+// is cut between the buffer and the digest does not change the sum.
+type bufDigest struct {
+	n       int  // bytes used in buf
+	spilled bool // d holds everything before buf[:n]
+	d       xxhash.Digest
+	buf     [bufSize]byte
+}
+
+func (b *bufDigest) reset() {
+	b.n = 0
+	b.spilled = false
+}
+
+// flush moves buf[:n] into the digest.
+func (b *bufDigest) flush() {
+	if !b.spilled {
+		b.d.Reset()
+		b.spilled = true
+	}
+	_, _ = b.d.Write(b.buf[:b.n])
+	b.n = 0
+}
+
+// write appends s to the stream.
+func write[S ~string | ~[]byte](b *bufDigest, s S) {
+	if len(s) <= bufSize-b.n {
+		b.n += copy(b.buf[b.n:], s)
+		return
+	}
+	b.flush()
+	if len(s) >= bufSize {
+		// Long strings go straight to the digest, without a copy.
+		switch v := any(s).(type) {
+		case string:
+			_, _ = b.d.WriteString(v)
+		case []byte:
+			_, _ = b.d.Write(v)
+		default:
+			_, _ = b.d.Write([]byte(s))
+		}
+		return
+	}
+	b.n = copy(b.buf[:], s)
+}
+
+// writeByte appends c to the stream.
+func (b *bufDigest) writeByte(c byte) {
+	if b.n == bufSize {
+		b.flush()
+	}
+	b.buf[b.n] = c
+	b.n++
+}
+
+// sum returns the xxhash of the stream so far. It does not change the state,
+// so more may be written after it.
+func (b *bufDigest) sum() uint64 {
+	if !b.spilled {
+		return xxhash.Sum64(b.buf[:b.n])
+	}
+	d := b.d
+	_, _ = d.Write(b.buf[:b.n])
+	return d.Sum64()
+}
+
+// writeSepPair appends "name sep value sep".
+func writeSepPair[S ~string | ~[]byte](b *bufDigest, name, value S) {
+	if n := b.n; len(name)+len(value)+2 <= bufSize-n {
+		// Fast path: everything fits, no bounds on the way.
+		n += copy(b.buf[n:], name)
+		b.buf[n] = sep
+		n++
+		n += copy(b.buf[n:], value)
+		b.buf[n] = sep
+		b.n = n + 1
+		return
+	}
+	write(b, name)
+	b.writeByte(sep)
+	write(b, value)
+	b.writeByte(sep)
+}
+
+// Hasher computes [labels.Labels.Hash] of the pairs written to it.
+//
+// The zero value is ready to use. Pairs must be written sorted by name, as
+// they are in a [labels.Labels]; the hasher hashes what it is given and does
+// not check. A Hasher retains nothing that is written to it. Reuse one with
+// [Hasher.Reset] rather than declaring a new one per label set: a new one
+// costs the zeroing of its 1 KiB buffer.
+//
+// A Hasher is not safe for concurrent use by multiple goroutines.
+type Hasher struct {
+	d bufDigest
+}
+
+// Reset forgets all pairs written so far.
+func (h *Hasher) Reset() {
+	h.d.reset()
+}
+
+// Write adds one pair, given as byte slices (for example straight from a
+// protobuf buffer). The slices are not retained.
+//
+// Write makes no allocation.
+func (h *Hasher) Write(name, value []byte) {
+	if h.d.tryPair(len(name), len(value)) {
+		// Fast path, small enough to inline: the pair fits the buffer.
+		n := h.d.n
+		h.d.n = n + putPair(h.d.buf[n:n+len(name)+len(value)+pairOverhead], name, value)
+		return
+	}
+	writePair(&h.d, name, value)
+}
+
+// WriteString adds one pair given as strings. The strings are not retained.
+//
+// WriteString makes no allocation.
+func (h *Hasher) WriteString(name, value string) {
+	if h.d.tryPair(len(name), len(value)) {
+		n := h.d.n
+		h.d.n = n + putPair(h.d.buf[n:n+len(name)+len(value)+pairOverhead], name, value)
+		return
+	}
+	writePair(&h.d, name, value)
+}
+
+// Sum64 returns [labels.Labels.Hash] of the pairs written since the last
+// reset. It does not change the state: more pairs may be written after it.
+//
+// Sum64 makes no allocation.
+func (h *Hasher) Sum64() uint64 {
+	return h.d.sum()
+}
+
+// TenantHasher computes, in one pass over the pairs, both
+// [labels.Labels.Hash] and the tenant hash that the Thanos receive hashring
+// routes by: xxhash over "tenant 0xff name 0xff value 0xff ...", the same in
+// every labels build.
+//
+// The zero value hashes for the empty tenant. Pairs must be written sorted by
+// name. A TenantHasher retains nothing that is written to it.
+//
+// A TenantHasher is not safe for concurrent use by multiple goroutines.
+type TenantHasher struct {
+	Hasher
+	tenant bufDigest
+	primed bool // tenant holds "tenant 0xff"
+}
+
+// Reset forgets all pairs written so far and sets the tenant of the pairs to
+// come.
+func (h *TenantHasher) Reset(tenant string) {
+	h.d.reset()
+	h.tenant.reset()
+	write(&h.tenant, tenant)
+	h.tenant.writeByte(sep)
+	h.primed = true
+}
+
+func (h *TenantHasher) prime() {
+	if !h.primed {
+		h.Reset("")
+	}
+}
+
+// Write adds one pair given as byte slices. The slices are not retained.
+//
+// Write makes no allocation.
+func (h *TenantHasher) Write(name, value []byte) {
+	h.prime()
+	h.Hasher.Write(name, value)
+	writeSepPair(&h.tenant, name, value)
+}
+
+// WriteString adds one pair given as strings. The strings are not retained.
+//
+// WriteString makes no allocation.
+func (h *TenantHasher) WriteString(name, value string) {
+	h.prime()
+	h.Hasher.WriteString(name, value)
+	writeSepPair(&h.tenant, name, value)
+}
+
+// TenantSum64 returns the tenant hash of the pairs written since the last
+// reset.
+//
+// TenantSum64 makes no allocation.
+func (h *TenantHasher) TenantSum64() uint64 {
+	h.prime()
+	return h.tenant.sum()
+}

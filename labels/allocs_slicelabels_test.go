@@ -1,0 +1,7 @@
+//go:build slicelabels
+
+package labels
+
+// labelsAllocs is what Builder.Labels allocates without an interner: the
+// []Label and one string holding every copied byte.
+const labelsAllocs = 2

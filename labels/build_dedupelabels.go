@@ -1,0 +1,24 @@
+//go:build dedupelabels
+
+package labels
+
+import "github.com/prometheus/prometheus/model/labels"
+
+// build makes the label set of the sorted pairs. dedupelabels stores each
+// distinct string once in a SymbolTable, which copies a string the first time
+// it sees it and never again, so borrowed bytes are copied at most once and
+// the interner is not needed.
+func (b *Builder) build() labels.Labels {
+	if !b.sbReady {
+		if b.syms == nil {
+			b.syms = labels.NewSymbolTable()
+		}
+		b.sb = labels.NewScratchBuilderWithSymbolTable(b.syms, len(b.pairs))
+		b.sbReady = true
+	}
+	b.sb.Reset()
+	for _, p := range b.pairs {
+		b.sb.Add(p.name, p.value)
+	}
+	return b.sb.Labels()
+}

@@ -1,0 +1,49 @@
+//go:build slicelabels
+
+package labels
+
+import (
+	"strings"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// build makes the label set of the sorted pairs. slicelabels keeps a string
+// per name and value: strings given as strings are kept as they are; borrowed
+// bytes come from the interner if there is one, else they are copied once,
+// all of them into one allocation.
+func (b *Builder) build() labels.Labels {
+	out := make(labels.Labels, len(b.pairs))
+	size := 0
+	for _, p := range b.pairs {
+		if p.borrowed && b.interner == nil {
+			size += len(p.name) + len(p.value)
+		}
+	}
+	var all string
+	if size > 0 {
+		var sb strings.Builder
+		sb.Grow(size)
+		for _, p := range b.pairs {
+			if p.borrowed {
+				sb.WriteString(p.name)
+				sb.WriteString(p.value)
+			}
+		}
+		all = sb.String()
+	}
+	off := 0
+	for i, p := range b.pairs {
+		switch {
+		case !p.borrowed:
+			out[i] = labels.Label{Name: p.name, Value: p.value}
+		case b.interner != nil:
+			out[i] = labels.Label{Name: b.interner.Intern(yoloBytes(p.name)), Value: b.interner.Intern(yoloBytes(p.value))}
+		default:
+			n := off + len(p.name)
+			out[i] = labels.Label{Name: all[off:n], Value: all[n : n+len(p.value)]}
+			off = n + len(p.value)
+		}
+	}
+	return out
+}

@@ -1,0 +1,17 @@
+//go:build !slicelabels && !dedupelabels
+
+package labels
+
+import "github.com/prometheus/prometheus/model/labels"
+
+// build makes the label set of the sorted pairs. stringlabels keeps a label
+// set in one string, so ScratchBuilder copies every byte exactly once into
+// it, whether borrowed or not: that is the single allocation, and an interner
+// could not save it.
+func (b *Builder) build() labels.Labels {
+	b.sb.Reset()
+	for _, p := range b.pairs {
+		b.sb.Add(p.name, p.value)
+	}
+	return b.sb.Labels()
+}

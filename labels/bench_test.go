@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"go4.org/intern"
+
+	"github.com/ingestkit/ingestkit/internal/bytestr"
 )
 
 // BenchmarkHash compares three ways to get the hash of a series whose labels
@@ -45,7 +47,7 @@ func BenchmarkHash(b *testing.B) {
 			for b.Loop() {
 				sb.Reset()
 				for i := range names {
-					sb.Add(yoloString(names[i]), yoloString(values[i]))
+					sb.Add(bytestr.String(names[i]), bytestr.String(values[i]))
 				}
 				sink += sb.Labels().Hash()
 			}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/ingestkit/ingestkit/internal/bytestr"
 )
 
 // thanosTenantHash is an independent oracle for the tenant hash: the bytes
@@ -221,7 +223,7 @@ func typicalPairs(n int) (names, values [][]byte) {
 }
 
 func TestBuilderAllocs(t *testing.T) {
-	if borrowCopies {
+	if bytestr.Copies {
 		t.Skip("the purego build copies every borrowed string")
 	}
 	names, values := typicalPairs(10)

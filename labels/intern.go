@@ -7,6 +7,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"go4.org/intern"
+
+	"github.com/ingestkit/ingestkit/internal/bytestr"
 )
 
 // Interner returns a canonical string for the bytes it is given, so that
@@ -236,7 +238,7 @@ func (u *Unique) Intern(b []byte) string { return u.f.intern(b, makeUnique) }
 func makeUnique(b []byte) (string, unique.Handle[string]) {
 	// unique.Make clones a string before it stores it, so handing it a
 	// string that aliases b is safe and saves a copy when the value is known.
-	h := unique.Make(yoloString(b))
+	h := unique.Make(bytestr.String(b))
 	return h.Value(), h
 }
 

@@ -1,6 +1,6 @@
 //go:build !slicelabels && !dedupelabels
 
-package labels
+package labelset
 
 import "github.com/prometheus/prometheus/model/labels"
 
@@ -8,7 +8,7 @@ import "github.com/prometheus/prometheus/model/labels"
 // set in one string, so ScratchBuilder copies every byte exactly once into
 // it, whether borrowed or not: that is the single allocation, and an interner
 // could not save it.
-func (b *Builder) build() labels.Labels {
+func (b *Set) build() labels.Labels {
 	b.sb.Reset()
 	for _, p := range b.pairs {
 		b.sb.Add(p.name, p.value)

@@ -1,18 +1,20 @@
 //go:build slicelabels
 
-package labels
+package labelset
 
 import (
 	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/ingestkit/ingestkit/internal/bytestr"
 )
 
 // build makes the label set of the sorted pairs. slicelabels keeps a string
 // per name and value: strings given as strings are kept as they are; borrowed
 // bytes come from the interner if there is one, else they are copied once,
 // all of them into one allocation.
-func (b *Builder) build() labels.Labels {
+func (b *Set) build() labels.Labels {
 	out := make(labels.Labels, len(b.pairs))
 	size := 0
 	for _, p := range b.pairs {
@@ -38,7 +40,7 @@ func (b *Builder) build() labels.Labels {
 		case !p.borrowed:
 			out[i] = labels.Label{Name: p.name, Value: p.value}
 		case b.interner != nil:
-			out[i] = labels.Label{Name: b.interner.Intern(yoloBytes(p.name)), Value: b.interner.Intern(yoloBytes(p.value))}
+			out[i] = labels.Label{Name: b.interner.Intern(bytestr.Bytes(p.name)), Value: b.interner.Intern(bytestr.Bytes(p.value))}
 		default:
 			n := off + len(p.name)
 			out[i] = labels.Label{Name: all[off:n], Value: all[n : n+len(p.value)]}

@@ -1,6 +1,6 @@
 //go:build dedupelabels
 
-package labels
+package labelset
 
 import "github.com/prometheus/prometheus/model/labels"
 
@@ -8,7 +8,7 @@ import "github.com/prometheus/prometheus/model/labels"
 // distinct string once in a SymbolTable, which copies a string the first time
 // it sees it and never again, so borrowed bytes are copied at most once and
 // the interner is not needed.
-func (b *Builder) build() labels.Labels {
+func (b *Set) build() labels.Labels {
 	if !b.sbReady {
 		if b.syms == nil {
 			b.syms = labels.NewSymbolTable()

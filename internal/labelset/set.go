@@ -1,0 +1,226 @@
+package labelset
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/ingestkit/ingestkit/internal/bytestr"
+	"github.com/ingestkit/ingestkit/internal/labelhash"
+)
+
+// Interner returns a canonical string for the bytes it is given; it must not
+// retain b, and the string it returns must not alias b.
+type Interner interface {
+	Intern(b []byte) string
+}
+
+// pair is one (name, value) given to a Set. Strings added from byte slices
+// alias the caller's bytes (see package bytestr).
+type pair struct {
+	name, value string
+	borrowed    bool // aliases caller bytes: must be copied before it is kept
+}
+
+// Set holds the (name, value) pairs of one series and hashes them as they
+// arrive: the implementation behind labels.Builder and the decoders of
+// package ingest, which document it for their users.
+//
+// Pairs normally arrive sorted by name and are hashed once, as they are
+// added. If one arrives out of order, the Set sorts the pairs (by name, then
+// value, so that repeated names, which are invalid, still give one result
+// whatever their arrival order) and hashes them again on the next call that
+// needs the hash. Empty values and repeated names are kept, as
+// labels.ScratchBuilder keeps them; validating them is the appender's job.
+//
+// The zero value is ready to use; reuse one with Reset. A Set is not safe for
+// concurrent use by multiple goroutines.
+type Set struct {
+	h          labelhash.TenantHasher
+	withTenant bool
+	tenant     string
+	pairs      []pair
+	unsorted   bool // a pair arrived out of order; the hasher is stale
+	sb         labels.ScratchBuilder
+	sbReady    bool // sb is set up with syms (dedupelabels)
+	syms       *labels.SymbolTable
+	interner   Interner
+}
+
+// SetInterner makes [Set.Labels] take label strings from in where the
+// labels build keeps strings apart (slicelabels). The default stringlabels
+// build copies every label set into one string and the dedupelabels build
+// keeps strings in its [labels.SymbolTable], so there the interner is not
+// used. A nil in means no interner.
+func (b *Set) SetInterner(in Interner) { b.interner = in }
+
+// SetSymbolTable sets the symbol table that [Set.Labels] uses in the
+// dedupelabels build, typically the one of the TSDB head the labels are for.
+// Without one, the Set makes its own on first use. Other builds ignore it.
+func (b *Set) SetSymbolTable(t *labels.SymbolTable) {
+	b.syms = t
+	b.sbReady = false
+}
+
+// Reset forgets the pairs of the previous series. It keeps the Set's
+// buffers, so a reused Set stops allocating once it has seen its largest
+// series.
+func (b *Set) Reset() {
+	b.h.Hasher.Reset()
+	b.withTenant = false
+	b.tenant = ""
+	clear(b.pairs) // drop references to the previous request's memory
+	b.pairs = b.pairs[:0]
+	b.unsorted = false
+}
+
+// ResetTenant is [Set.Reset] that also starts computing
+// [Set.TenantHash] for tenant.
+func (b *Set) ResetTenant(tenant string) {
+	b.Reset()
+	b.h.Reset(tenant)
+	b.withTenant = true
+	b.tenant = tenant
+}
+
+// Add adds a pair given as byte slices, typically straight from a request
+// buffer. The Set keeps the slices, without copying, until the next
+// [Set.Reset]: the caller must not change their bytes until then. No
+// [labels.Labels] built from them aliases them.
+//
+// Add makes no allocation once the Set has held as many pairs before.
+func (b *Set) Add(name, value []byte) {
+	b.add(pair{name: bytestr.String(name), value: bytestr.String(value), borrowed: true})
+	if !b.unsorted {
+		if b.withTenant {
+			b.h.Write(name, value)
+		} else {
+			b.h.Hasher.Write(name, value)
+		}
+	}
+}
+
+// AddString adds a pair given as strings. Go strings are immutable, so the
+// Set keeps them as they are: in the slicelabels build, a label set built
+// from them shares their memory rather than copying it.
+//
+// AddString makes no allocation once the Set has held as many pairs
+// before.
+func (b *Set) AddString(name, value string) {
+	b.add(pair{name: name, value: value})
+	if !b.unsorted {
+		b.hashString(name, value)
+	}
+}
+
+func (b *Set) hashString(name, value string) {
+	if b.withTenant {
+		b.h.WriteString(name, value)
+	} else {
+		b.h.Hasher.WriteString(name, value)
+	}
+}
+
+func (b *Set) add(p pair) {
+	if n := len(b.pairs); n > 0 {
+		if last := &b.pairs[n-1]; p.name < last.name || p.name == last.name && p.value < last.value {
+			b.unsorted = true
+		}
+	}
+	b.pairs = append(b.pairs, p)
+}
+
+// Len returns the number of pairs added since the last reset.
+func (b *Set) Len() int { return len(b.pairs) }
+
+// sort puts the pairs in label order and rehashes them, if one arrived out of
+// order. Pairs with the same name are ordered by value, so that the result
+// does not depend on arrival order.
+func (b *Set) sort() {
+	if !b.unsorted {
+		return
+	}
+	slices.SortFunc(b.pairs, func(x, y pair) int {
+		if c := cmp.Compare(x.name, y.name); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.value, y.value)
+	})
+	if b.withTenant {
+		b.h.Reset(b.tenant)
+	} else {
+		b.h.Hasher.Reset()
+	}
+	for _, p := range b.pairs {
+		b.hashString(p.name, p.value)
+	}
+	b.unsorted = false
+}
+
+// Hash returns [labels.Labels.Hash] of the pairs added since the last reset,
+// sorted by name.
+//
+// Hash makes no allocation when the pairs arrived sorted.
+func (b *Set) Hash() uint64 {
+	b.sort()
+	return b.h.Sum64()
+}
+
+// TenantHash returns the Thanos hashring's hash of the pairs for the tenant
+// given to [Set.ResetTenant]: xxhash over "tenant 0xff name 0xff value
+// 0xff ..." of the sorted pairs. It panics if the Set was not reset with a
+// tenant.
+//
+// TenantHash makes no allocation when the pairs arrived sorted.
+func (b *Set) TenantHash() uint64 {
+	if !b.withTenant {
+		panic("labels: TenantHash without ResetTenant")
+	}
+	b.sort()
+	return b.h.TenantSum64()
+}
+
+// Equal reports whether the pairs, sorted by name, are exactly the labels of
+// ls. A caller that found a series by [Set.Hash] confirms the hit with it,
+// which tells a hash collision from a match without building anything.
+//
+// Equal makes no allocation when the pairs arrived sorted.
+func (b *Set) Equal(ls labels.Labels) bool {
+	b.sort()
+	eq := true
+	i := 0
+	ls.Range(func(l labels.Label) {
+		if !eq {
+			return
+		}
+		if i >= len(b.pairs) || b.pairs[i].name != l.Name || b.pairs[i].value != l.Value {
+			eq = false
+		}
+		i++
+	})
+	return eq && i == len(b.pairs)
+}
+
+// Range calls f for each pair in label order. The strings passed to f may
+// alias the bytes given to [Set.Add] and are valid only until the next
+// reset.
+func (b *Set) Range(f func(name, value string)) {
+	b.sort()
+	for _, p := range b.pairs {
+		f(p.name, p.value)
+	}
+}
+
+// Labels builds the label set of the pairs, sorted by name, with its hash.
+// Bytes given to [Set.Add] are copied exactly once (or taken from the
+// interner), so the result never aliases the caller's buffers. It does not
+// reset the Set.
+//
+// Labels makes one allocation in the default stringlabels build (the label
+// data); see [Set.SetInterner] and [Set.SetSymbolTable] for the other
+// builds.
+func (b *Set) Labels() labels.Labels {
+	b.sort()
+	return b.build()
+}

@@ -4,11 +4,9 @@ package labelset
 
 import "github.com/prometheus/prometheus/model/labels"
 
-// build makes the label set of the sorted pairs. dedupelabels stores each
-// distinct string once in a SymbolTable, which copies a string the first time
-// it sees it and never again, so borrowed bytes are copied at most once and
-// the interner is not needed.
-func (b *Set) build() labels.Labels {
+// fill puts the sorted pairs into the ScratchBuilder, set up with the symbol
+// table on first use.
+func (b *Set) fill() {
 	if !b.sbReady {
 		if b.syms == nil {
 			b.syms = labels.NewSymbolTable()
@@ -20,5 +18,13 @@ func (b *Set) build() labels.Labels {
 	for _, p := range b.pairs {
 		b.sb.Add(p.name, p.value)
 	}
+}
+
+// build makes the label set of the sorted pairs. dedupelabels stores each
+// distinct string once in a SymbolTable, which copies a string the first time
+// it sees it and never again, so borrowed bytes are copied at most once and
+// the interner is not needed.
+func (b *Set) build() labels.Labels {
+	b.fill()
 	return b.sb.Labels()
 }

@@ -10,6 +10,14 @@ import (
 	"github.com/ingestkit/ingestkit/internal/bytestr"
 )
 
+// fill puts the sorted pairs into the ScratchBuilder.
+func (b *Set) fill() {
+	b.sb.Reset()
+	for _, p := range b.pairs {
+		b.sb.Add(p.name, p.value)
+	}
+}
+
 // build makes the label set of the sorted pairs. slicelabels keeps a string
 // per name and value: strings given as strings are kept as they are; borrowed
 // bytes come from the interner if there is one, else they are copied once,

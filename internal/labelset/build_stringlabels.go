@@ -4,14 +4,19 @@ package labelset
 
 import "github.com/prometheus/prometheus/model/labels"
 
+// fill puts the sorted pairs into the ScratchBuilder.
+func (b *Set) fill() {
+	b.sb.Reset()
+	for _, p := range b.pairs {
+		b.sb.Add(p.name, p.value)
+	}
+}
+
 // build makes the label set of the sorted pairs. stringlabels keeps a label
 // set in one string, so ScratchBuilder copies every byte exactly once into
 // it, whether borrowed or not: that is the single allocation, and an interner
 // could not save it.
 func (b *Set) build() labels.Labels {
-	b.sb.Reset()
-	for _, p := range b.pairs {
-		b.sb.Add(p.name, p.value)
-	}
+	b.fill()
 	return b.sb.Labels()
 }

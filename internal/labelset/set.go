@@ -44,6 +44,7 @@ type Set struct {
 	unsorted   bool // a pair arrived out of order; the hasher is stale
 	sb         labels.ScratchBuilder
 	sbReady    bool // sb is set up with syms (dedupelabels)
+	scratch    labels.Labels // Scratch's result, in sb's reused buffer
 	syms       *labels.SymbolTable
 	interner   Interner
 }
@@ -223,4 +224,17 @@ func (b *Set) Range(f func(name, value string)) {
 func (b *Set) Labels() labels.Labels {
 	b.sort()
 	return b.build()
+}
+
+// Scratch returns the label set of the pairs, sorted by name, built in a
+// buffer that the Set reuses: it is valid only until the next Scratch,
+// Labels or Reset, and may alias the bytes given to Add. It is for lookups
+// that compare labels and keep nothing, such as storage.GetRef, so that they
+// make no allocation once the buffer has grown (in dedupelabels, strings new
+// to the symbol table are copied into it, as for Labels).
+func (b *Set) Scratch() labels.Labels {
+	b.sort()
+	b.fill()
+	b.sb.Overwrite(&b.scratch)
+	return b.scratch
 }

@@ -1,0 +1,271 @@
+package ingest
+
+import (
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// SeriesLabels is a series as an appender needs it: the hash of its labels
+// (Prometheus's labels.Labels.Hash, computed once), a comparison with a
+// label set that builds nothing, and its labels built on demand. [Series]
+// implements it.
+type SeriesLabels interface {
+	Equaler
+	// Hash returns labels.Labels.Hash of the series' labels.
+	Hash() uint64
+	// Labels returns the series' labels in memory of their own; it is
+	// called only for a series the TSDB does not hold.
+	Labels() labels.Labels
+}
+
+// scratchLabeler is implemented by series that can build their labels in a
+// reused buffer, for a lookup that keeps nothing ([Series] does).
+type scratchLabeler interface {
+	ScratchLabels() labels.Labels
+}
+
+// Handle is a series resolved by an appender: the ref and labels to append
+// with. It is a small value meant to live on the caller's stack for the
+// samples of one series; appending through it updates it.
+//
+// A Handle is not safe for concurrent use.
+type Handle struct {
+	hash   uint64
+	ref    storage.SeriesRef
+	lset   labels.Labels
+	cached bool // the cache holds the series with ref
+}
+
+// Ref returns the series ref, zero for a series not yet appended.
+func (h *Handle) Ref() storage.SeriesRef { return h.ref }
+
+// Labels returns the labels the series is appended with: the TSDB's own for a
+// series it holds.
+func (h *Handle) Labels() labels.Labels { return h.lset }
+
+// Hash returns the hash of the series' labels.
+func (h *Handle) Hash() uint64 { return h.hash }
+
+// AppenderStats counts how an appender resolved series.
+type AppenderStats struct {
+	CacheHits   int // found in the cache
+	RefLookups  int // found by asking the appender (storage.GetRef)
+	NewSeries   int // not held by the TSDB: labels built and copied
+	CacheStores int // entries added or refreshed (new series, stale refs)
+}
+
+// resolver is the part that the V2 and V1 appenders share.
+type resolver struct {
+	cache  *Cache
+	getRef storage.GetRef // nil if the appender does not offer it
+	now    int64
+	stats  AppenderStats
+}
+
+func (r *resolver) reset(app any, now int64) {
+	r.getRef, _ = app.(storage.GetRef)
+	r.now = now
+	r.stats = AppenderStats{}
+}
+
+// lookup finds s in the cache, else asks the appender by hash with labels
+// built in a reused buffer, and builds s's labels (the only copy) only for a
+// series the TSDB does not hold.
+func (r *resolver) lookup(s SeriesLabels) Handle {
+	hash := s.Hash()
+	if ref, lset, ok := r.cache.Lookup(hash, s, r.now); ok {
+		r.stats.CacheHits++
+		return Handle{hash: hash, ref: ref, lset: lset, cached: true}
+	}
+	var built labels.Labels // s.Labels(), if it had to be called
+	if r.getRef != nil {
+		var probe labels.Labels
+		if sl, ok := s.(scratchLabeler); ok {
+			probe = sl.ScratchLabels()
+		} else {
+			built = s.Labels()
+			probe = built
+		}
+		if ref, lset := r.getRef.GetRef(probe, hash); ref != 0 {
+			r.stats.RefLookups++
+			return Handle{hash: hash, ref: ref, lset: lset}
+		}
+	}
+	if built.IsEmpty() {
+		built = s.Labels()
+	}
+	r.stats.NewSeries++
+	return Handle{hash: hash, lset: built}
+}
+
+// appended records the ref an append returned: a series new to the cache,
+// or whose ref changed because the head had dropped it, is stored.
+func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
+	if ref == 0 {
+		return
+	}
+	if !h.cached || ref != h.ref {
+		r.cache.Store(h.hash, ref, h.lset, r.now)
+		r.stats.CacheStores++
+		h.cached = true
+	}
+	h.ref = ref
+}
+
+// Appender appends to a [storage.AppenderV2] by series ref kept in a
+// [Cache] across requests, so that a series the TSDB already holds is found
+// by its precomputed hash, confirmed against the request's pairs and
+// appended without its labels being hashed again, copied or looked up in the
+// head. A series not in the cache is looked up with [storage.GetRef] when
+// the appender offers it (Prometheus's head does), without building labels in
+// new memory; only a series the TSDB does not hold gets its labels built,
+// and is appended with ref 0, so that the head validates and creates it as
+// it always does (empty values dropped, repeated names rejected).
+//
+// Samples, histograms, start timestamps, metadata and exemplars pass through
+// to the wrapped appender unchanged; its errors, which are Prometheus's own
+// (storage.ErrOutOfOrderSample, storage.ErrDuplicateSampleForTimestamp,
+// *storage.AppendPartialError, ...), are returned unchanged.
+//
+// An Appender is for one transaction at a time and is not safe for
+// concurrent use; the Cache behind it is shared. Reuse one with
+// [Appender.Reset].
+type Appender struct {
+	resolver
+	app   storage.AppenderV2
+	exApp storage.ExemplarAppenderV2 // nil if app does not implement it
+}
+
+// NewAppender returns an Appender over app that keeps refs in cache. now
+// is the time entries are marked seen at, in the unit given to
+// [Cache.Purge].
+func NewAppender(app storage.AppenderV2, cache *Cache, now int64) *Appender {
+	a := &Appender{resolver: resolver{cache: cache}}
+	a.Reset(app, now)
+	return a
+}
+
+// Reset makes the Appender append to app, for a new transaction.
+func (a *Appender) Reset(app storage.AppenderV2, now int64) {
+	a.app = app
+	a.exApp, _ = app.(storage.ExemplarAppenderV2)
+	a.resolver.reset(app, now)
+}
+
+// Lookup resolves s to the ref and labels to append with.
+//
+// Lookup makes no allocation for a series in the cache, nor for one that
+// the wrapped appender finds by storage.GetRef when s can build scratch
+// labels ([Series] can); for a new series it builds s's labels once.
+func (a *Appender) Lookup(s SeriesLabels) Handle { return a.lookup(s) }
+
+// Append appends a float (h and fh nil), histogram or float histogram
+// sample to the series of h, as [storage.AppenderV2.Append] does, and
+// records the series' ref in the cache when it is new there or changed.
+//
+// Append makes no allocation of its own.
+func (a *Appender) Append(h *Handle, st, t int64, v float64, hist *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AppendV2Options) error {
+	ref, err := a.app.Append(h.ref, h.lset, st, t, v, hist, fh, opts)
+	a.appended(h, ref)
+	return err
+}
+
+// AppendExemplars appends exemplars, sorted by timestamp, to the series of
+// h through [storage.ExemplarAppenderV2]. It returns
+// [ErrExemplarsUnsupported] if the wrapped appender does not implement it.
+func (a *Appender) AppendExemplars(h *Handle, es []exemplar.Exemplar) error {
+	if a.exApp == nil {
+		return ErrExemplarsUnsupported
+	}
+	ref, err := a.exApp.AppendExemplars(h.ref, h.lset, es)
+	a.appended(h, ref)
+	return err
+}
+
+// Commit commits the wrapped appender's transaction.
+func (a *Appender) Commit() error { return a.app.Commit() }
+
+// Rollback rolls the wrapped appender's transaction back.
+func (a *Appender) Rollback() error { return a.app.Rollback() }
+
+// Stats returns how the series since the last reset were resolved.
+func (a *Appender) Stats() AppenderStats { return a.stats }
+
+// AppenderV1 is [Appender] for the version 1 [storage.Appender], which
+// Thanos and Cortex receivers still use: the same lookup by cached ref, the
+// same copy only for new series.
+//
+// An AppenderV1 is for one transaction at a time and is not safe for
+// concurrent use; the Cache behind it is shared.
+type AppenderV1 struct {
+	resolver
+	app storage.Appender
+}
+
+// NewAppenderV1 returns an AppenderV1 over app that keeps refs in cache.
+func NewAppenderV1(app storage.Appender, cache *Cache, now int64) *AppenderV1 {
+	a := &AppenderV1{resolver: resolver{cache: cache}}
+	a.Reset(app, now)
+	return a
+}
+
+// Reset makes the AppenderV1 append to app, for a new transaction.
+func (a *AppenderV1) Reset(app storage.Appender, now int64) {
+	a.app = app
+	a.resolver.reset(app, now)
+}
+
+// Lookup resolves s to the ref and labels to append with; see
+// [Appender.Lookup].
+func (a *AppenderV1) Lookup(s SeriesLabels) Handle { return a.lookup(s) }
+
+// Append appends a float sample, as [storage.Appender.Append] does.
+func (a *AppenderV1) Append(h *Handle, t int64, v float64) error {
+	ref, err := a.app.Append(h.ref, h.lset, t, v)
+	a.appended(h, ref)
+	return err
+}
+
+// AppendHistogram appends a histogram or float histogram sample, as
+// [storage.HistogramAppender.AppendHistogram] does.
+func (a *AppenderV1) AppendHistogram(h *Handle, t int64, hist *histogram.Histogram, fh *histogram.FloatHistogram) error {
+	ref, err := a.app.AppendHistogram(h.ref, h.lset, t, hist, fh)
+	a.appended(h, ref)
+	return err
+}
+
+// AppendSTZeroSample appends the zero sample of a start timestamp, as
+// [storage.StartTimestampAppender.AppendSTZeroSample] does.
+func (a *AppenderV1) AppendSTZeroSample(h *Handle, t, st int64) error {
+	ref, err := a.app.AppendSTZeroSample(h.ref, h.lset, t, st)
+	a.appended(h, ref)
+	return err
+}
+
+// AppendExemplar appends one exemplar, as
+// [storage.ExemplarAppender.AppendExemplar] does.
+func (a *AppenderV1) AppendExemplar(h *Handle, e exemplar.Exemplar) error {
+	ref, err := a.app.AppendExemplar(h.ref, h.lset, e)
+	a.appended(h, ref)
+	return err
+}
+
+// UpdateMetadata updates the series' metadata, as
+// [storage.MetadataUpdater.UpdateMetadata] does.
+func (a *AppenderV1) UpdateMetadata(h *Handle, m metadata.Metadata) error {
+	ref, err := a.app.UpdateMetadata(h.ref, h.lset, m)
+	a.appended(h, ref)
+	return err
+}
+
+// Commit commits the wrapped appender's transaction.
+func (a *AppenderV1) Commit() error { return a.app.Commit() }
+
+// Rollback rolls the wrapped appender's transaction back.
+func (a *AppenderV1) Rollback() error { return a.app.Rollback() }
+
+// Stats returns how the series since the last reset were resolved.
+func (a *AppenderV1) Stats() AppenderStats { return a.stats }

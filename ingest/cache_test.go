@@ -1,0 +1,146 @@
+package ingest
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+)
+
+func TestCacheStripesRoundUp(t *testing.T) {
+	for _, tc := range []struct{ in, want int }{{0, DefaultCacheStripes}, {-3, DefaultCacheStripes}, {1, 1}, {3, 4}, {128, 128}, {129, 256}} {
+		if got := len(NewCache(CacheOptions{Stripes: tc.in}).stripes); got != tc.want {
+			t.Errorf("NewCache(Stripes: %d) has %d stripes, want %d", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCacheCollisionsAndPurge(t *testing.T) {
+	c := NewCache(CacheOptions{Stripes: 2})
+	sets := seriesSet(5)
+	// All five share hash 7; each is stored at its own time.
+	for i, ls := range sets {
+		c.Store(7, storage.SeriesRef(i+1), ls, int64(10*i))
+	}
+	if c.Len() != 5 {
+		t.Fatalf("Len() = %d, want 5", c.Len())
+	}
+	for i, ls := range sets {
+		ref, got, ok := c.Lookup(7, plainSeries{ls}, 0)
+		if !ok || ref != storage.SeriesRef(i+1) || !labels.Equal(got, ls) {
+			t.Fatalf("Lookup(7, %s) = %d, %s, %v, want %d", ls, ref, got, ok, i+1)
+		}
+	}
+	if _, _, ok := c.Lookup(7, plainSeries{labels.FromStrings("__name__", "other")}, 0); ok {
+		t.Fatalf("Lookup of an absent series with a colliding hash: ok = true")
+	}
+	// Store again: an update, not an addition.
+	c.Store(7, 99, sets[2], 25)
+	if ref, _, _ := c.Lookup(7, plainSeries{sets[2]}, 0); ref != 99 || c.Len() != 5 {
+		t.Fatalf("after re-Store: ref = %d, Len() = %d, want 99, 5", ref, c.Len())
+	}
+	// Seen at 0, 10, 25, 30, 40: keep from 20 drops the first two, the first
+	// being the one the map slot held, so a conflict is promoted.
+	if got := c.Purge(20); got != 2 {
+		t.Fatalf("Purge(20) = %d, want 2", got)
+	}
+	for i, ls := range sets {
+		_, _, ok := c.Lookup(7, plainSeries{ls}, 0)
+		if want := i >= 2; ok != want {
+			t.Fatalf("after Purge(20), Lookup(%s) ok = %v, want %v", ls, ok, want)
+		}
+	}
+	// Lookup marks entries seen: a lookup at 100 keeps sets[4] alive.
+	c.Lookup(7, plainSeries{sets[4]}, 100)
+	if got := c.Purge(50); got != 2 || c.Len() != 1 {
+		t.Fatalf("Purge(50) = %d, Len() = %d, want 2, 1", got, c.Len())
+	}
+	if _, _, ok := c.Lookup(7, plainSeries{sets[4]}, 0); !ok {
+		t.Fatalf("entry seen at 100 was purged at 50")
+	}
+	if got := c.Purge(1000); got != 1 || c.Len() != 0 {
+		t.Fatalf("Purge(1000) = %d, Len() = %d, want 1, 0", got, c.Len())
+	}
+}
+
+func TestCacheLookupAllocs(t *testing.T) {
+	c := NewCache(CacheOptions{})
+	ls := labels.FromStrings("__name__", "up", "job", "api")
+	s := newPairSeries(ls)
+	c.Store(s.Hash(), 1, ls, 0)
+	if got := testing.AllocsPerRun(1000, func() { c.Lookup(s.Hash(), s, 5) }); got != 0 {
+		t.Fatalf("Lookup hit: AllocsPerRun = %v, want 0", got)
+	}
+}
+
+// TestCacheConcurrent runs lookups, stores and purges at once; run it with
+// -race.
+func TestCacheConcurrent(t *testing.T) {
+	c := NewCache(CacheOptions{Stripes: 8})
+	sets := seriesSet(1000)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for round := range 20 {
+				now := int64(round)
+				for i := w; i < len(sets); i += 2 {
+					ls := sets[i]
+					if ref, got, ok := c.Lookup(ls.Hash(), plainSeries{ls}, now); ok {
+						if ref != storage.SeriesRef(i+1) || !labels.Equal(got, ls) {
+							t.Errorf("Lookup(%s) = %d, %s, want %d", ls, ref, got, i+1)
+							return
+						}
+						continue
+					}
+					c.Store(ls.Hash(), storage.SeriesRef(i+1), ls, now)
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for range 50 {
+			c.Purge(5)
+			_ = c.Len()
+		}
+	}()
+	wg.Wait()
+	if n := c.Len(); n < 0 || n > len(sets) {
+		t.Fatalf("Len() = %d after concurrent use, want 0..%d", n, len(sets))
+	}
+}
+
+// TestCacheMemoryPerEntry measures what the cache itself retains per series,
+// the labels being the TSDB's and not counted; the doc of Cache quotes it.
+func TestCacheMemoryPerEntry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates 200k entries")
+	}
+	const n = 200_000
+	sets := make([]labels.Labels, n)
+	for i := range sets {
+		sets[i] = labels.FromStrings("__name__", "m", "i", fmt.Sprint(i))
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	c := NewCache(CacheOptions{})
+	for i, ls := range sets {
+		c.Store(ls.Hash(), storage.SeriesRef(i+1), ls, 0)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perEntry := float64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("cache memory: %.1f bytes per entry (%d entries, %d stripes)", perEntry, n, len(c.stripes))
+	if perEntry > 100 {
+		t.Fatalf("cache memory = %.1f bytes per entry, want at most 100", perEntry)
+	}
+	runtime.KeepAlive(c)
+	runtime.KeepAlive(sets)
+}

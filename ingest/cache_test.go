@@ -124,8 +124,12 @@ func TestCacheMemoryPerEntry(t *testing.T) {
 	}
 	const n = 200_000
 	sets := make([]labels.Labels, n)
+	sb := labels.NewScratchBuilder(2) // one symbol table for all, under dedupelabels
 	for i := range sets {
-		sets[i] = labels.FromStrings("__name__", "m", "i", fmt.Sprint(i))
+		sb.Reset()
+		sb.Add("__name__", "m")
+		sb.Add("i", fmt.Sprint(i))
+		sets[i] = sb.Labels()
 	}
 	runtime.GC()
 	var before, after runtime.MemStats

@@ -83,7 +83,12 @@ func (b *Builder) Hash() uint64 { return b.s.Hash() }
 // tenant.
 //
 // TenantHash makes no allocation when the pairs arrived sorted.
-func (b *Builder) TenantHash() uint64 { return b.s.TenantHash() }
+func (b *Builder) TenantHash() uint64 {
+	if !b.s.HasTenant() {
+		panic("labels: TenantHash without ResetTenant")
+	}
+	return b.s.TenantHash()
+}
 
 // Equal reports whether the pairs, sorted by name, are exactly the labels of
 // ls. A caller that found a series by [Builder.Hash] confirms the hit with it,

@@ -73,6 +73,7 @@ func (b *Set) Reset() {
 	b.tenant = ""
 	clear(b.pairs) // drop references to the previous request's memory
 	b.pairs = b.pairs[:0]
+	b.scratch = labels.EmptyLabels()
 	b.unsorted = false
 }
 
@@ -132,6 +133,9 @@ func (b *Set) add(p pair) {
 	b.pairs = append(b.pairs, p)
 }
 
+// HasTenant reports whether the Set computes a tenant hash.
+func (b *Set) HasTenant() bool { return b.withTenant }
+
 // Len returns the number of pairs added since the last reset.
 func (b *Set) Len() int { return len(b.pairs) }
 
@@ -176,7 +180,7 @@ func (b *Set) Hash() uint64 {
 // TenantHash makes no allocation when the pairs arrived sorted.
 func (b *Set) TenantHash() uint64 {
 	if !b.withTenant {
-		panic("labels: TenantHash without ResetTenant")
+		panic("labelset: TenantHash without ResetTenant")
 	}
 	b.sort()
 	return b.h.TenantSum64()

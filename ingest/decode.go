@@ -1,0 +1,545 @@
+package ingest
+
+import (
+	"fmt"
+
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/ingestkit/ingestkit/internal/bytestr"
+	"github.com/ingestkit/ingestkit/internal/labelset"
+)
+
+// Interner returns a canonical string for the bytes it is given. It must not
+// retain b, and the string it returns must not alias b. The interners of
+// package github.com/ingestkit/ingestkit/labels satisfy it. An Interner used
+// by one Decoder is called from that Decoder's goroutine only; one shared by
+// several Decoders must be safe for concurrent use by multiple goroutines.
+type Interner interface {
+	Intern(b []byte) string
+}
+
+// Decoder walks an uncompressed remote-write request, a 1.0
+// prometheus.WriteRequest or a 2.0 io.prometheus.write.v2.Request, and yields
+// its time series one at a time, without copying: label names and values,
+// and 2.0 symbols, stay views of the request buffer until a caller asks for
+// [labels.Labels]. Each series' [labels.Labels.Hash] is computed while its
+// labels are decoded, so that a caller can find the series it already has by
+// hash, confirm with [Series.Equal], and build labels only for new series.
+//
+// The results are those of Prometheus's own receiver, which unmarshals the
+// request with the generated gogo-protobuf code and converts each part with
+// ToLabels, ToIntHistogram, ToFloatHistogram, ToExemplar and ToMetadata;
+// differential tests check this on random and captured requests. Unknown
+// fields are skipped. Three things differ:
+//
+//   - A request is decoded as it is walked, so [Decoder.Next] may yield
+//     series before it finds that a later part of the request is malformed.
+//     A caller that must not act on a malformed request acts on the series
+//     in a way it can undo (an appender rolls back when [Decoder.Err] is not
+//     nil).
+//   - The Decoder follows the protobuf encoding strictly where the generated
+//     code is lenient, and reports [ErrMalformed] for: a varint whose tenth
+//     byte overflows 64 bits (gogo drops the extra bits), a field number
+//     beyond 2^31-1 (gogo truncates it to 32 bits), a group of unknown fields
+//     whose end marker does not match its start, or that holds field number
+//     0, or that nests deeper than protowire's limit, and a packed
+//     labels_refs field whose last varint runs past the field's end (gogo
+//     reads on into the next field). No encoder produces these.
+//   - A 2.0 series whose label, exemplar or metadata references do not
+//     resolve in the symbols table ends the walk with [ErrSymbolRef].
+//     Prometheus's 2.0 handler instead skips that series (or exemplar),
+//     writes the rest and answers 400; both answer 400.
+//
+// The zero value is ready to use. A Decoder is meant to be reused, one per
+// goroutine: once it has decoded requests of a given shape, decoding another
+// like them makes no allocation for float samples (see [Decoder.Next]). Its
+// memory is that of the largest request it has seen: for a 2.0 request, 24
+// bytes per symbol, which a hostile request of empty symbols (2 bytes each)
+// makes 12 times its size, so bound the size of the requests it is given.
+// Under the purego build tag the views are copies, and the allocation counts
+// documented here do not hold. A Decoder must not be copied after first use
+// (go vet reports copies): a copy would share its reused buffers. It is not
+// safe for concurrent use by multiple goroutines.
+type Decoder struct {
+	_    noCopy
+	buf  []byte // the request, capacity clipped to its length for fail's offsets
+	msg  remoteapi.WriteMessageType
+	v2   bool
+	rest []byte   // the top-level fields not read yet
+	err  error    // the first error
+	n    int      // the number of series yielded, for error messages
+	syms [][]byte // 2.0: the symbols table, views of buf
+	s    Series
+}
+
+// SetInterner makes [Series.Labels] and the exemplar labels of
+// [Series.Exemplars] take label strings from in where the labels build keeps
+// strings apart (slicelabels). The default stringlabels build copies every
+// label set into one string and the dedupelabels build keeps strings in its
+// [labels.SymbolTable], so there the interner is not used. A nil in means no
+// interner.
+func (d *Decoder) SetInterner(in Interner) {
+	d.s.set.SetInterner(in)
+	d.s.exSet.SetInterner(in)
+}
+
+// SetSymbolTable sets the symbol table that [Series.Labels] and
+// [Series.Exemplars] use in the dedupelabels build, typically the one of the
+// TSDB head the labels are for. Without one, the Decoder makes its own on
+// first use, which then holds every distinct string the Decoder has built
+// labels from for as long as the Decoder lives. Other builds ignore it.
+func (d *Decoder) SetSymbolTable(t *labels.SymbolTable) {
+	d.s.set.SetSymbolTable(t)
+	d.s.exSet.SetSymbolTable(t)
+}
+
+// SetTenant makes the Decoder compute, for each series that the following
+// calls to [Decoder.Next] yield, the routing hash of the Thanos receive
+// hashring for tenant alongside the Prometheus hash: see
+// [Series.TenantHash]. It costs a second hash of every label pair. The
+// tenant applies until the next SetTenant.
+func (d *Decoder) SetTenant(tenant string) {
+	d.s.tenant, d.s.withTenant = tenant, true
+}
+
+// Reset starts decoding buf, an uncompressed request of type msg, which is
+// [remoteapi.WriteV1MessageType] or [remoteapi.WriteV2MessageType] (the
+// values of Prometheus's remote-write config ProtobufMessage); any other
+// type is an error wrapping [ErrMessageType]. For a 2.0 request Reset reads
+// the top-level fields once to index the symbols table, which may come
+// anywhere among them; an error there (wrapping [ErrMalformed]) is returned
+// and is also [Decoder.Err].
+//
+// The Decoder retains buf, and the strings and slices it hands out alias it,
+// until the next Reset: the caller must not change buf until then. Reset(nil,
+// msg) lets go of the previous buffer.
+//
+// Reset makes no allocation once the Decoder has seen a symbols table as
+// large.
+func (d *Decoder) Reset(buf []byte, msg remoteapi.WriteMessageType) error {
+	d.buf = buf[:len(buf):len(buf)]
+	d.rest = d.buf
+	d.msg = msg
+	d.err = nil
+	d.n = 0
+	clear(d.syms) // drop the views of the previous request
+	d.syms = d.syms[:0]
+	d.s.reset()
+	switch msg {
+	case remoteapi.WriteV1MessageType:
+		d.v2 = false
+	case remoteapi.WriteV2MessageType:
+		d.v2 = true
+		if e := d.indexSymbols(); e != nil {
+			d.fail(e)
+		}
+	default:
+		d.buf, d.rest = nil, nil
+		d.err = fmt.Errorf("decoding %q: %w", string(msg), ErrMessageType)
+	}
+	d.s.v2 = d.v2
+	d.s.syms = d.syms
+	return d.err
+}
+
+// Next advances to the next time series of the request and reports whether
+// there is one. It returns false at the end of the request or on the first
+// error, which [Decoder.Err] then returns.
+//
+// Next decodes the whole series: it adds its labels to the series' hash,
+// decodes its float samples into a reused slice and its native histograms,
+// and checks its exemplars and metadata, so that every accessor of [Series]
+// is infallible. It makes no allocation for a series of float samples once
+// the Decoder has decoded a series with as many labels and samples;
+// converting a native histogram makes the allocations of Prometheus's
+// ToIntHistogram or ToFloatHistogram and of the generated code's Unmarshal
+// (see [Series.Histograms]).
+func (d *Decoder) Next() bool {
+	if d.err != nil {
+		return false
+	}
+	seriesField := v1FieldTimeseries
+	if d.v2 {
+		seriesField = v2FieldTimeseries
+	}
+	for len(d.rest) > 0 {
+		at := d.rest
+		num, typ, n := protowire.ConsumeTag(at)
+		if n < 0 {
+			d.fail(parseError("field tag", at, n))
+			return false
+		}
+		b := at[n:]
+		switch {
+		case num == seriesField:
+			if typ != protowire.BytesType {
+				d.fail(wireTypeError("timeseries", at, typ))
+				return false
+			}
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				d.fail(parseError("timeseries", at, n))
+				return false
+			}
+			d.rest = b[n:]
+			d.s.reset()
+			var e *decodeError
+			if d.v2 {
+				e = d.s.decodeV2(v)
+			} else {
+				e = d.s.decodeV1(v)
+			}
+			if e != nil {
+				e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
+				d.fail(e)
+				return false
+			}
+			d.n++
+			return true
+		case !d.v2 && num == v1FieldMetadata:
+			// Prometheus's handler ignores 1.0 metadata, but its Unmarshal
+			// rejects a malformed one; so does the Decoder.
+			if typ != protowire.BytesType {
+				d.fail(wireTypeError("metadata", at, typ))
+				return false
+			}
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				d.fail(parseError("metadata", at, n))
+				return false
+			}
+			if e := checkMetricMetadata(v); e != nil {
+				d.fail(e)
+				return false
+			}
+			d.rest = b[n:]
+		default:
+			// Unknown fields, and 2.0 symbols, which Reset has checked.
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				d.fail(parseError("unknown field", at, n))
+				return false
+			}
+			d.rest = b[n:]
+		}
+	}
+	return false
+}
+
+// Err returns the first error the Decoder met since the last
+// [Decoder.Reset], or nil if it has not met one (in particular after
+// [Decoder.Next] returned false at the clean end of a request). It wraps
+// [ErrMalformed], [ErrSymbolRef] or [ErrMessageType].
+func (d *Decoder) Err() error { return d.err }
+
+// Series returns the current series, the one the last call to [Decoder.Next]
+// advanced to; it must not be used after Next returned false. The Series and
+// everything it returns that is not documented as copied are valid until the
+// next call to Next or [Decoder.Reset]: it is a view, owned by the Decoder.
+func (d *Decoder) Series() *Series { return &d.s }
+
+// fail records e as the Decoder's error, with the message type and the
+// offset of e in the request.
+func (d *Decoder) fail(e *decodeError) {
+	off := len(d.buf) - cap(e.at) // every view of buf ends where buf does
+	if e.cause != nil {
+		d.err = fmt.Errorf("decoding %s: %w: %s at byte %d: %w", d.msg, e.kind, e.what, off, e.cause)
+	} else {
+		d.err = fmt.Errorf("decoding %s: %w: %s at byte %d", d.msg, e.kind, e.what, off)
+	}
+	d.rest = nil
+}
+
+// Series is one time series of a request being decoded by a [Decoder]: a
+// view of the request buffer and of the Decoder's reused state, valid until
+// the Decoder's next Next or Reset. It is not safe for concurrent use by
+// multiple goroutines.
+type Series struct {
+	v2   bool
+	syms [][]byte // the Decoder's symbols table (2.0)
+	set  labelset.Set
+
+	samples []Sample
+	hists   []HistogramSample
+
+	rawEx  [][]byte // the exemplar messages, checked by Next
+	ex     []exemplar.Exemplar
+	exDone bool // ex holds rawEx materialised
+	exSet  labelset.Set
+
+	// The 2.0 metadata fields, checked against syms by Next. The type and
+	// the references are truncated from the wire's varints to 32 bits, as
+	// the generated code does.
+	metaType           int32
+	metaHelp, metaUnit uint32
+
+	// Reused messages that the generated code decodes histograms into.
+	h1 prompb.Histogram
+	h2 writev2.Histogram
+
+	tenant     string // set by Decoder.SetTenant
+	withTenant bool
+}
+
+// reset makes s ready for the next series. It drops the references the
+// previous one held, so that a Decoder does not keep histograms or the
+// previous request alive.
+func (s *Series) reset() {
+	if s.withTenant {
+		s.set.ResetTenant(s.tenant)
+	} else {
+		s.set.Reset()
+	}
+	s.samples = s.samples[:0]
+	clear(s.hists)
+	s.hists = s.hists[:0]
+	clear(s.rawEx)
+	s.rawEx = s.rawEx[:0]
+	clear(s.ex)
+	s.ex = s.ex[:0]
+	s.exDone = false
+	s.exSet.Reset()
+	s.metaType, s.metaHelp, s.metaUnit = 0, 0, 0
+}
+
+// Sample is one float sample. StartTimestamp is the 2.0 start_timestamp
+// (0 when unset, and always 0 in 1.0, which has no such field). A Sample is
+// a plain value, safe for concurrent use by multiple goroutines.
+type Sample struct {
+	StartTimestamp, Timestamp int64
+	Value                     float64
+}
+
+// HistogramSample is one native histogram sample. Exactly one of H and FH is
+// set: H for an integer histogram, FH for a float histogram, as Prometheus's
+// handler chooses with IsFloatHistogram. StartTimestamp is as in [Sample].
+// H and FH are fresh allocations that the caller owns and may keep (a TSDB
+// head keeps them); their CustomValues and bucket slices are shared by
+// nothing else. A HistogramSample is a plain value; the histogram it points
+// to is not safe for concurrent use while anything modifies it.
+type HistogramSample struct {
+	StartTimestamp, Timestamp int64
+	H                         *histogram.Histogram
+	FH                        *histogram.FloatHistogram
+}
+
+// Hash returns [labels.Labels.Hash] of the series' labels, in the labels
+// build in use: what Prometheus's ToLabels(...).Hash() returns. It was
+// computed as the labels were decoded; labels that arrived out of order are
+// sorted and hashed again on the first call. For a series that repeats a
+// label name, which Prometheus rejects, the repeated pairs are ordered by
+// value, so the hash may differ from that of ToLabels, whose sort leaves
+// their order unspecified.
+//
+// Hash makes no allocation.
+func (s *Series) Hash() uint64 { return s.set.Hash() }
+
+// TenantHash returns the routing hash of the Thanos receive hashring for the
+// tenant given to [Decoder.SetTenant]: xxhash over "tenant 0xff name 0xff
+// value 0xff ..." of the series' labels sorted by name, the same in every
+// labels build, computed in the same pass as [Series.Hash]. It is what
+// [Ring.Replicas] takes. It panics if the Decoder was given no tenant.
+//
+// TenantHash makes no allocation.
+func (s *Series) TenantHash() uint64 {
+	if !s.withTenant {
+		panic("ingest: Series.TenantHash without Decoder.SetTenant")
+	}
+	return s.set.TenantHash()
+}
+
+// Equal reports whether the series' labels are exactly ls. A caller that
+// found a series by [Series.Hash] confirms the hit with it, without building
+// anything.
+//
+// Equal makes no allocation.
+func (s *Series) Equal(ls labels.Labels) bool { return s.set.Equal(ls) }
+
+// Labels builds the series' labels, sorted by name, as Prometheus's ToLabels
+// does. It is the only call that copies label bytes: once, or through the
+// interner or symbol table the Decoder was given (see
+// [Decoder.SetInterner]), so the result never aliases the request buffer.
+//
+// Labels makes one allocation in the default stringlabels build.
+func (s *Series) Labels() labels.Labels { return s.set.Labels() }
+
+// ScratchLabels returns the series' labels, sorted by name, built in a
+// buffer that the Decoder reuses: they are valid only until the next
+// ScratchLabels, [Series.Labels], [Decoder.Next] or [Decoder.Reset], and may
+// alias the request buffer. It is for lookups that compare labels and keep
+// nothing, such as storage.GetRef.
+//
+// ScratchLabels makes no allocation once the buffer has grown (in the
+// dedupelabels build, strings new to the symbol table are copied into it, as
+// for Labels).
+func (s *Series) ScratchLabels() labels.Labels { return s.set.Scratch() }
+
+// RangeLabels calls f for each label of the series, sorted by name. The
+// strings alias the request buffer: they are valid until the Decoder's next
+// Reset, and must be copied to be kept longer.
+//
+// RangeLabels makes no allocation when the labels arrived sorted.
+func (s *Series) RangeLabels(f func(name, value string)) { s.set.Range(f) }
+
+// Samples returns the series' float samples in request order. The slice is
+// reused: it is valid until the Decoder's next Next or Reset.
+//
+// Samples makes no allocation; they were decoded by [Decoder.Next].
+func (s *Series) Samples() []Sample { return s.samples }
+
+// Histograms returns the series' native histogram samples in request order,
+// each converted as by Prometheus's ToIntHistogram or ToFloatHistogram. The
+// slice is reused and valid until the Decoder's next Next or Reset; the
+// histograms it points to are the caller's to keep.
+//
+// Histograms makes no allocation; [Decoder.Next] decoded them, with the
+// allocations Prometheus's own decoding makes for a histogram: the
+// histogram, its span, bucket and custom-value slices, and two for the
+// count and zero-count fields of the generated message (seven for an
+// integer histogram with positive and negative buckets).
+func (s *Series) Histograms() []HistogramSample { return s.hists }
+
+// Exemplars returns the series' exemplars in request order (Prometheus's
+// handler sorts them by timestamp before appending them), as Prometheus's
+// ToExemplar converts them: labels built and sorted by name, copied as in
+// [Series.Labels], and HasTs set when the timestamp is not 0. The slice is
+// reused and valid until the Decoder's next Next or Reset; the Labels in it
+// do not alias the request and may be kept.
+//
+// Exemplars makes one allocation per exemplar in the default stringlabels
+// build (its labels) the first time it is called for a series, and none
+// after.
+func (s *Series) Exemplars() []exemplar.Exemplar {
+	if s.exDone {
+		return s.ex
+	}
+	s.exDone = true
+	for _, b := range s.rawEx {
+		s.exSet.Reset()
+		var e exemplar.Exemplar
+		if s.v2 {
+			e.Value, e.Ts, _ = parseExemplarV2(b, s.syms, &s.exSet)
+		} else {
+			e.Value, e.Ts, _ = parseExemplarV1(b, &s.exSet)
+		}
+		// Next checked the message, so the error is nil.
+		e.Labels = s.exSet.Labels()
+		e.HasTs = e.Ts != 0
+		s.ex = append(s.ex, e)
+	}
+	return s.ex
+}
+
+// Metadata returns the series' 2.0 metadata as Prometheus's ToMetadata
+// converts it: the type mapped to a [model.MetricType] (unknown when
+// unspecified or out of range), help and unit resolved in the symbols table.
+// ok is true for every 2.0 series, including one without metadata, whose
+// Metadata then has type unknown and empty help and unit; it is false for a
+// 1.0 series (1.0 requests carry metadata per metric family, not per series).
+// Help and Unit alias the request buffer: they are valid until the Decoder's
+// next Reset and must be copied to be kept longer.
+//
+// Metadata makes no allocation.
+func (s *Series) Metadata() (m metadata.Metadata, ok bool) {
+	if !s.v2 {
+		return metadata.Metadata{}, false
+	}
+	// Next checked both references against the table.
+	return metadata.Metadata{
+		Type: metricType(writev2.Metadata_MetricType(s.metaType)),
+		Unit: bytestr.String(s.syms[s.metaUnit]),
+		Help: bytestr.String(s.syms[s.metaHelp]),
+	}, true
+}
+
+// metricType maps a 2.0 metric type as Prometheus's ToMetadata does.
+func metricType(t writev2.Metadata_MetricType) model.MetricType {
+	switch t {
+	case writev2.Metadata_METRIC_TYPE_COUNTER:
+		return model.MetricTypeCounter
+	case writev2.Metadata_METRIC_TYPE_GAUGE:
+		return model.MetricTypeGauge
+	case writev2.Metadata_METRIC_TYPE_HISTOGRAM:
+		return model.MetricTypeHistogram
+	case writev2.Metadata_METRIC_TYPE_GAUGEHISTOGRAM:
+		return model.MetricTypeGaugeHistogram
+	case writev2.Metadata_METRIC_TYPE_SUMMARY:
+		return model.MetricTypeSummary
+	case writev2.Metadata_METRIC_TYPE_INFO:
+		return model.MetricTypeInfo
+	case writev2.Metadata_METRIC_TYPE_STATESET:
+		return model.MetricTypeStateset
+	default:
+		return model.MetricTypeUnknown
+	}
+}
+
+// noCopy makes go vet's copylocks check report copies of the struct that
+// holds it. See https://golang.org/issues/8005#issuecomment-190753527.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
+
+// decodeError is what went wrong inside a request, before the Decoder adds
+// the message type and the offset to make the error it reports. Built only
+// on the error path.
+type decodeError struct {
+	kind  error  // ErrMalformed or ErrSymbolRef
+	at    []byte // the bytes from where it went wrong on, a view of buf
+	what  string // what was being decoded, and how it failed
+	cause error  // the underlying error, if any
+}
+
+// parseError reports a protowire parse error code n met at at.
+func parseError(what string, at []byte, n int) *decodeError {
+	return &decodeError{kind: ErrMalformed, at: at, what: what, cause: protowire.ParseError(n)}
+}
+
+// wireTypeError reports a known field of the wrong wire type.
+func wireTypeError(what string, at []byte, typ protowire.Type) *decodeError {
+	return &decodeError{kind: ErrMalformed, at: at, what: fmt.Sprintf("%s: wrong wire type %d", what, typ)}
+}
+
+// symbolError reports a reference that does not resolve.
+func symbolError(what string, at []byte, ref uint32, size int) *decodeError {
+	return &decodeError{kind: ErrSymbolRef, at: at, what: fmt.Sprintf("%s: reference %d, table size %d", what, ref, size)}
+}
+
+// consumeField reads a tag and the field value after it: v is the value's
+// bytes for the length-delimited type, x the value of the others, n the
+// length of tag and value. It does not check typ against the field, which is
+// the caller's job; n < 0 is a protowire error code.
+func consumeField(b []byte) (num protowire.Number, typ protowire.Type, v []byte, x uint64, n int) {
+	num, typ, n = protowire.ConsumeTag(b)
+	if n < 0 {
+		return 0, 0, nil, 0, n
+	}
+	var m int
+	switch typ {
+	case protowire.VarintType:
+		x, m = protowire.ConsumeVarint(b[n:])
+	case protowire.Fixed64Type:
+		x, m = protowire.ConsumeFixed64(b[n:])
+	case protowire.BytesType:
+		v, m = protowire.ConsumeBytes(b[n:])
+	case protowire.Fixed32Type:
+		var y uint32
+		y, m = protowire.ConsumeFixed32(b[n:])
+		x = uint64(y)
+	default:
+		m = protowire.ConsumeFieldValue(num, typ, b[n:])
+	}
+	if m < 0 {
+		return 0, 0, nil, 0, m
+	}
+	return num, typ, v, x, n + m
+}

@@ -1,0 +1,236 @@
+package ingest
+
+import (
+	"math"
+
+	"github.com/prometheus/prometheus/prompb"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/ingestkit/ingestkit/internal/labelset"
+)
+
+// Field numbers of remote write 1.0, from prompb/remote.proto and
+// prompb/types.proto in Prometheus v0.316.0.
+const (
+	v1FieldTimeseries protowire.Number = 1 // WriteRequest.timeseries
+	v1FieldMetadata   protowire.Number = 3 // WriteRequest.metadata (2 is reserved)
+
+	v1SeriesLabels     protowire.Number = 1 // TimeSeries.labels
+	v1SeriesSamples    protowire.Number = 2 // TimeSeries.samples
+	v1SeriesExemplars  protowire.Number = 3 // TimeSeries.exemplars
+	v1SeriesHistograms protowire.Number = 4 // TimeSeries.histograms
+
+	v1LabelName  protowire.Number = 1 // Label.name
+	v1LabelValue protowire.Number = 2 // Label.value
+
+	v1SampleValue     protowire.Number = 1 // Sample.value, double
+	v1SampleTimestamp protowire.Number = 2 // Sample.timestamp, int64
+
+	v1ExemplarLabels    protowire.Number = 1 // Exemplar.labels
+	v1ExemplarValue     protowire.Number = 2 // Exemplar.value, double
+	v1ExemplarTimestamp protowire.Number = 3 // Exemplar.timestamp, int64
+
+	v1MetadataType   protowire.Number = 1 // MetricMetadata.type, enum
+	v1MetadataFamily protowire.Number = 2 // MetricMetadata.metric_family_name
+	v1MetadataHelp   protowire.Number = 4 // MetricMetadata.help
+	v1MetadataUnit   protowire.Number = 5 // MetricMetadata.unit
+)
+
+// The one-byte tags of the fields the fast paths look for: field number << 3
+// | wire type, which TestDecodeTags checks against protowire.EncodeTag.
+const (
+	tagLabelName  = byte(v1LabelName<<3) | byte(protowire.BytesType)
+	tagLabelValue = byte(v1LabelValue<<3) | byte(protowire.BytesType)
+)
+
+// decodeV1 decodes the prometheus.TimeSeries message b into s, which has
+// been reset.
+func (s *Series) decodeV1(b []byte) *decodeError {
+	for len(b) > 0 {
+		num, typ, v, _, n := consumeField(b)
+		if n < 0 {
+			return parseError("field", b, n)
+		}
+		switch num {
+		case v1SeriesLabels:
+			if typ != protowire.BytesType {
+				return wireTypeError("labels", b, typ)
+			}
+			name, value, e := parseLabel(v)
+			if e != nil {
+				return e
+			}
+			s.set.Add(name, value)
+		case v1SeriesSamples:
+			if typ != protowire.BytesType {
+				return wireTypeError("samples", b, typ)
+			}
+			smp, e := parseSampleV1(v)
+			if e != nil {
+				return e
+			}
+			s.samples = append(s.samples, smp)
+		case v1SeriesExemplars:
+			if typ != protowire.BytesType {
+				return wireTypeError("exemplars", b, typ)
+			}
+			if _, _, e := parseExemplarV1(v, nil); e != nil {
+				return e
+			}
+			s.rawEx = append(s.rawEx, v)
+		case v1SeriesHistograms:
+			if typ != protowire.BytesType {
+				return wireTypeError("histograms", b, typ)
+			}
+			if e := s.histogramV1(v); e != nil {
+				return e
+			}
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// parseLabel decodes a prometheus.Label. A missing field is empty, as in
+// the generated code, and a repeated one overrides the earlier.
+func parseLabel(b []byte) (name, value []byte, e *decodeError) {
+	// Fast path: name then value and nothing else, as every encoder writes
+	// a label. The tags are single bytes; the lengths are read by protowire.
+	if len(b) > 0 && b[0] == tagLabelName {
+		name, n := protowire.ConsumeBytes(b[1:])
+		if n >= 0 && 1+n < len(b) && b[1+n] == tagLabelValue {
+			value, m := protowire.ConsumeBytes(b[2+n:])
+			if m >= 0 && 2+n+m == len(b) {
+				return name, value, nil
+			}
+		}
+	}
+	for len(b) > 0 {
+		num, typ, v, _, n := consumeField(b)
+		if n < 0 {
+			return nil, nil, parseError("label", b, n)
+		}
+		switch num {
+		case v1LabelName:
+			if typ != protowire.BytesType {
+				return nil, nil, wireTypeError("label name", b, typ)
+			}
+			name = v
+		case v1LabelValue:
+			if typ != protowire.BytesType {
+				return nil, nil, wireTypeError("label value", b, typ)
+			}
+			value = v
+		}
+		b = b[n:]
+	}
+	return name, value, nil
+}
+
+// parseSampleV1 decodes a prometheus.Sample.
+func parseSampleV1(b []byte) (smp Sample, e *decodeError) {
+	for len(b) > 0 {
+		num, typ, _, x, n := consumeField(b)
+		if n < 0 {
+			return Sample{}, parseError("sample", b, n)
+		}
+		switch num {
+		case v1SampleValue:
+			if typ != protowire.Fixed64Type {
+				return Sample{}, wireTypeError("sample value", b, typ)
+			}
+			smp.Value = math.Float64frombits(x)
+		case v1SampleTimestamp:
+			if typ != protowire.VarintType {
+				return Sample{}, wireTypeError("sample timestamp", b, typ)
+			}
+			smp.Timestamp = int64(x)
+		}
+		b = b[n:]
+	}
+	return smp, nil
+}
+
+// parseExemplarV1 decodes a prometheus.Exemplar, adding its labels to set
+// unless set is nil, in which case it only checks the message.
+func parseExemplarV1(b []byte, set *labelset.Set) (value float64, ts int64, e *decodeError) {
+	for len(b) > 0 {
+		num, typ, v, x, n := consumeField(b)
+		if n < 0 {
+			return 0, 0, parseError("exemplar", b, n)
+		}
+		switch num {
+		case v1ExemplarLabels:
+			if typ != protowire.BytesType {
+				return 0, 0, wireTypeError("exemplar labels", b, typ)
+			}
+			name, val, e := parseLabel(v)
+			if e != nil {
+				return 0, 0, e
+			}
+			if set != nil {
+				set.Add(name, val)
+			}
+		case v1ExemplarValue:
+			if typ != protowire.Fixed64Type {
+				return 0, 0, wireTypeError("exemplar value", b, typ)
+			}
+			value = math.Float64frombits(x)
+		case v1ExemplarTimestamp:
+			if typ != protowire.VarintType {
+				return 0, 0, wireTypeError("exemplar timestamp", b, typ)
+			}
+			ts = int64(x)
+		}
+		b = b[n:]
+	}
+	return value, ts, nil
+}
+
+// histogramV1 decodes a prometheus.Histogram with the generated code into
+// the reused s.h1 and appends its conversion to s.hists.
+func (s *Series) histogramV1(b []byte) *decodeError {
+	h := &s.h1
+	// Reuse only what the conversion copies: it keeps the bucket and
+	// custom-value slices in the histogram it returns, so those must be
+	// fresh for each histogram.
+	*h = prompb.Histogram{
+		NegativeSpans:    h.NegativeSpans[:0],
+		PositiveSpans:    h.PositiveSpans[:0],
+		XXX_unrecognized: h.XXX_unrecognized[:0],
+	}
+	if err := h.Unmarshal(b); err != nil {
+		return &decodeError{kind: ErrMalformed, at: b, what: "histogram", cause: err}
+	}
+	hs := HistogramSample{Timestamp: h.Timestamp}
+	if h.IsFloatHistogram() {
+		hs.FH = h.ToFloatHistogram()
+	} else {
+		hs.H = h.ToIntHistogram()
+	}
+	s.hists = append(s.hists, hs)
+	return nil
+}
+
+// checkMetricMetadata checks a prometheus.MetricMetadata, which the Decoder
+// does not otherwise use.
+func checkMetricMetadata(b []byte) *decodeError {
+	for len(b) > 0 {
+		num, typ, _, _, n := consumeField(b)
+		if n < 0 {
+			return parseError("metadata", b, n)
+		}
+		switch num {
+		case v1MetadataType:
+			if typ != protowire.VarintType {
+				return wireTypeError("metadata type", b, typ)
+			}
+		case v1MetadataFamily, v1MetadataHelp, v1MetadataUnit:
+			if typ != protowire.BytesType {
+				return wireTypeError("metadata string", b, typ)
+			}
+		}
+		b = b[n:]
+	}
+	return nil
+}

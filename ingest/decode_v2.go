@@ -1,0 +1,294 @@
+package ingest
+
+import (
+	"math"
+
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/ingestkit/ingestkit/internal/labelset"
+)
+
+// Field numbers of remote write 2.0, from
+// prompb/io/prometheus/write/v2/types.proto in Prometheus v0.316.0.
+const (
+	v2FieldSymbols    protowire.Number = 4 // Request.symbols (1 to 3 are reserved)
+	v2FieldTimeseries protowire.Number = 5 // Request.timeseries
+
+	v2SeriesLabelsRefs protowire.Number = 1 // TimeSeries.labels_refs, packed uint32
+	v2SeriesSamples    protowire.Number = 2 // TimeSeries.samples
+	v2SeriesHistograms protowire.Number = 3 // TimeSeries.histograms
+	v2SeriesExemplars  protowire.Number = 4 // TimeSeries.exemplars
+	v2SeriesMetadata   protowire.Number = 5 // TimeSeries.metadata (6 is reserved)
+
+	v2ExemplarLabelsRefs protowire.Number = 1 // Exemplar.labels_refs, packed uint32
+	v2ExemplarValue      protowire.Number = 2 // Exemplar.value, double
+	v2ExemplarTimestamp  protowire.Number = 3 // Exemplar.timestamp, int64
+
+	v2SampleValue          protowire.Number = 1 // Sample.value, double
+	v2SampleTimestamp      protowire.Number = 2 // Sample.timestamp, int64
+	v2SampleStartTimestamp protowire.Number = 3 // Sample.start_timestamp, int64
+
+	v2MetadataType    protowire.Number = 1 // Metadata.type, enum
+	v2MetadataHelpRef protowire.Number = 3 // Metadata.help_ref, uint32
+	v2MetadataUnitRef protowire.Number = 4 // Metadata.unit_ref, uint32
+)
+
+// indexSymbols reads the top-level fields of a 2.0 request and appends the
+// symbols to d.syms, as views of d.buf. It checks the top level only; each
+// series is checked when Next decodes it.
+func (d *Decoder) indexSymbols() *decodeError {
+	for b := d.buf; len(b) > 0; {
+		num, typ, v, _, n := consumeField(b)
+		if n < 0 {
+			return parseError("field", b, n)
+		}
+		switch num {
+		case v2FieldSymbols:
+			if typ != protowire.BytesType {
+				return wireTypeError("symbols", b, typ)
+			}
+			d.syms = append(d.syms, v)
+		case v2FieldTimeseries:
+			if typ != protowire.BytesType {
+				return wireTypeError("timeseries", b, typ)
+			}
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// decodeV2 decodes the io.prometheus.write.v2.TimeSeries message b into s,
+// which has been reset.
+func (s *Series) decodeV2(b []byte) *decodeError {
+	series := b
+	refs := refPairs{syms: s.syms, set: &s.set}
+	for len(b) > 0 {
+		num, typ, v, x, n := consumeField(b)
+		if n < 0 {
+			return parseError("field", b, n)
+		}
+		switch num {
+		case v2SeriesLabelsRefs:
+			if e := refs.field(typ, v, x, b, "labels_refs"); e != nil {
+				return e
+			}
+		case v2SeriesSamples:
+			if typ != protowire.BytesType {
+				return wireTypeError("samples", b, typ)
+			}
+			smp, e := parseSampleV2(v)
+			if e != nil {
+				return e
+			}
+			s.samples = append(s.samples, smp)
+		case v2SeriesHistograms:
+			if typ != protowire.BytesType {
+				return wireTypeError("histograms", b, typ)
+			}
+			if e := s.histogramV2(v); e != nil {
+				return e
+			}
+		case v2SeriesExemplars:
+			if typ != protowire.BytesType {
+				return wireTypeError("exemplars", b, typ)
+			}
+			if _, _, e := parseExemplarV2(v, s.syms, nil); e != nil {
+				return e
+			}
+			s.rawEx = append(s.rawEx, v)
+		case v2SeriesMetadata:
+			if typ != protowire.BytesType {
+				return wireTypeError("metadata", b, typ)
+			}
+			// A repeated metadata field merges into the earlier one, as in
+			// the generated code.
+			if e := s.parseMetadataV2(v); e != nil {
+				return e
+			}
+		}
+		b = b[n:]
+	}
+	if refs.odd {
+		return &decodeError{kind: ErrSymbolRef, at: series, what: "labels_refs: odd number of references"}
+	}
+	// ToMetadata checks both references even when the series has no
+	// metadata: an empty symbols table fails it.
+	if uint64(s.metaUnit) >= uint64(len(s.syms)) {
+		return symbolError("metadata unit_ref", series, s.metaUnit, len(s.syms))
+	}
+	if uint64(s.metaHelp) >= uint64(len(s.syms)) {
+		return symbolError("metadata help_ref", series, s.metaHelp, len(s.syms))
+	}
+	return nil
+}
+
+// refPairs resolves a labels_refs field, which may come in several packed
+// or unpacked pieces, into (name, value) pairs added to set, or only checks
+// it if set is nil.
+type refPairs struct {
+	syms [][]byte
+	set  *labelset.Set
+	name uint32 // the name of the pair being read, if odd
+	odd  bool   // an odd number of references was read so far
+}
+
+// field reads one labels_refs field of wire type typ: a single reference x,
+// or the packed references v. at is where the field starts.
+func (p *refPairs) field(typ protowire.Type, v []byte, x uint64, at []byte, what string) *decodeError {
+	switch typ {
+	case protowire.VarintType:
+		// The generated code keeps the low 32 bits of a larger varint.
+		return p.add(uint32(x), at, what)
+	case protowire.BytesType:
+		for len(v) > 0 {
+			x, n := protowire.ConsumeVarint(v)
+			if n < 0 {
+				return &decodeError{kind: ErrMalformed, at: v, what: "packed " + what, cause: protowire.ParseError(n)}
+			}
+			if e := p.add(uint32(x), v, what); e != nil {
+				return e
+			}
+			v = v[n:]
+		}
+		return nil
+	default:
+		return wireTypeError(what, at, typ)
+	}
+}
+
+// add reads one reference.
+func (p *refPairs) add(ref uint32, at []byte, what string) *decodeError {
+	if uint64(ref) >= uint64(len(p.syms)) {
+		return symbolError(what, at, ref, len(p.syms))
+	}
+	if !p.odd {
+		p.name, p.odd = ref, true
+		return nil
+	}
+	p.odd = false
+	if p.set != nil {
+		p.set.Add(p.syms[p.name], p.syms[ref])
+	}
+	return nil
+}
+
+// parseSampleV2 decodes an io.prometheus.write.v2.Sample.
+func parseSampleV2(b []byte) (smp Sample, e *decodeError) {
+	for len(b) > 0 {
+		num, typ, _, x, n := consumeField(b)
+		if n < 0 {
+			return Sample{}, parseError("sample", b, n)
+		}
+		switch num {
+		case v2SampleValue:
+			if typ != protowire.Fixed64Type {
+				return Sample{}, wireTypeError("sample value", b, typ)
+			}
+			smp.Value = math.Float64frombits(x)
+		case v2SampleTimestamp:
+			if typ != protowire.VarintType {
+				return Sample{}, wireTypeError("sample timestamp", b, typ)
+			}
+			smp.Timestamp = int64(x)
+		case v2SampleStartTimestamp:
+			if typ != protowire.VarintType {
+				return Sample{}, wireTypeError("sample start_timestamp", b, typ)
+			}
+			smp.StartTimestamp = int64(x)
+		}
+		b = b[n:]
+	}
+	return smp, nil
+}
+
+// parseExemplarV2 decodes an io.prometheus.write.v2.Exemplar, resolving its
+// labels in syms and adding them to set unless set is nil, in which case it
+// only checks the message.
+func parseExemplarV2(b []byte, syms [][]byte, set *labelset.Set) (value float64, ts int64, e *decodeError) {
+	ex := b
+	refs := refPairs{syms: syms, set: set}
+	for len(b) > 0 {
+		num, typ, v, x, n := consumeField(b)
+		if n < 0 {
+			return 0, 0, parseError("exemplar", b, n)
+		}
+		switch num {
+		case v2ExemplarLabelsRefs:
+			if e := refs.field(typ, v, x, b, "exemplar labels_refs"); e != nil {
+				return 0, 0, e
+			}
+		case v2ExemplarValue:
+			if typ != protowire.Fixed64Type {
+				return 0, 0, wireTypeError("exemplar value", b, typ)
+			}
+			value = math.Float64frombits(x)
+		case v2ExemplarTimestamp:
+			if typ != protowire.VarintType {
+				return 0, 0, wireTypeError("exemplar timestamp", b, typ)
+			}
+			ts = int64(x)
+		}
+		b = b[n:]
+	}
+	if refs.odd {
+		return 0, 0, &decodeError{kind: ErrSymbolRef, at: ex, what: "exemplar labels_refs: odd number of references"}
+	}
+	return value, ts, nil
+}
+
+// parseMetadataV2 decodes an io.prometheus.write.v2.Metadata into s's
+// metadata fields, over what an earlier metadata field of the series set.
+func (s *Series) parseMetadataV2(b []byte) *decodeError {
+	for len(b) > 0 {
+		num, typ, _, x, n := consumeField(b)
+		if n < 0 {
+			return parseError("metadata", b, n)
+		}
+		switch num {
+		case v2MetadataType:
+			if typ != protowire.VarintType {
+				return wireTypeError("metadata type", b, typ)
+			}
+			s.metaType = int32(x) // an enum is an int32 in the generated code
+		case v2MetadataHelpRef:
+			if typ != protowire.VarintType {
+				return wireTypeError("metadata help_ref", b, typ)
+			}
+			s.metaHelp = uint32(x)
+		case v2MetadataUnitRef:
+			if typ != protowire.VarintType {
+				return wireTypeError("metadata unit_ref", b, typ)
+			}
+			s.metaUnit = uint32(x)
+		}
+		b = b[n:]
+	}
+	return nil
+}
+
+// histogramV2 decodes an io.prometheus.write.v2.Histogram with the
+// generated code into the reused s.h2 and appends its conversion to
+// s.hists.
+func (s *Series) histogramV2(b []byte) *decodeError {
+	h := &s.h2
+	// As in histogramV1: the conversion keeps the bucket and custom-value
+	// slices, so only the others are reused.
+	*h = writev2.Histogram{
+		NegativeSpans:    h.NegativeSpans[:0],
+		PositiveSpans:    h.PositiveSpans[:0],
+		XXX_unrecognized: h.XXX_unrecognized[:0],
+	}
+	if err := h.Unmarshal(b); err != nil {
+		return &decodeError{kind: ErrMalformed, at: b, what: "histogram", cause: err}
+	}
+	hs := HistogramSample{StartTimestamp: h.StartTimestamp, Timestamp: h.Timestamp}
+	if h.IsFloatHistogram() {
+		hs.FH = h.ToFloatHistogram()
+	} else {
+		hs.H = h.ToIntHistogram()
+	}
+	s.hists = append(s.hists, hs)
+	return nil
+}

@@ -23,8 +23,10 @@ const (
 	v1LabelName  protowire.Number = 1 // Label.name
 	v1LabelValue protowire.Number = 2 // Label.value
 
-	v1SampleValue     protowire.Number = 1 // Sample.value, double
-	v1SampleTimestamp protowire.Number = 2 // Sample.timestamp, int64
+	// Sample has the fields of the 2.0 Sample but start_timestamp: see
+	// parseSample.
+	v1SampleValue     = v2SampleValue
+	v1SampleTimestamp = v2SampleTimestamp
 
 	v1ExemplarLabels    protowire.Number = 1 // Exemplar.labels
 	v1ExemplarValue     protowire.Number = 2 // Exemplar.value, double
@@ -65,7 +67,7 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 			if typ != protowire.BytesType {
 				return wireTypeError("samples", b, typ)
 			}
-			smp, e := parseSampleV1(v)
+			smp, e := parseSample(v, false)
 			if e != nil {
 				return e
 			}
@@ -125,30 +127,6 @@ func parseLabel(b []byte) (name, value []byte, e *decodeError) {
 		b = b[n:]
 	}
 	return name, value, nil
-}
-
-// parseSampleV1 decodes a prometheus.Sample.
-func parseSampleV1(b []byte) (smp Sample, e *decodeError) {
-	for len(b) > 0 {
-		num, typ, _, x, n := consumeField(b)
-		if n < 0 {
-			return Sample{}, parseError("sample", b, n)
-		}
-		switch num {
-		case v1SampleValue:
-			if typ != protowire.Fixed64Type {
-				return Sample{}, wireTypeError("sample value", b, typ)
-			}
-			smp.Value = math.Float64frombits(x)
-		case v1SampleTimestamp:
-			if typ != protowire.VarintType {
-				return Sample{}, wireTypeError("sample timestamp", b, typ)
-			}
-			smp.Timestamp = int64(x)
-		}
-		b = b[n:]
-	}
-	return smp, nil
 }
 
 // parseExemplarV1 decodes a prometheus.Exemplar, adding its labels to set

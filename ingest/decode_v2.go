@@ -78,7 +78,7 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 			if typ != protowire.BytesType {
 				return wireTypeError("samples", b, typ)
 			}
-			smp, e := parseSampleV2(v)
+			smp, e := parseSample(v, true)
 			if e != nil {
 				return e
 			}
@@ -174,25 +174,27 @@ func (p *refPairs) add(ref uint32, at []byte, what string) *decodeError {
 	return nil
 }
 
-// parseSampleV2 decodes an io.prometheus.write.v2.Sample.
-func parseSampleV2(b []byte) (smp Sample, e *decodeError) {
+// parseSample decodes a prometheus.Sample, or with v2 an
+// io.prometheus.write.v2.Sample: the same message with a start timestamp
+// (field 3, unknown to 1.0 and skipped there).
+func parseSample(b []byte, v2 bool) (smp Sample, e *decodeError) {
 	for len(b) > 0 {
 		num, typ, _, x, n := consumeField(b)
 		if n < 0 {
 			return Sample{}, parseError("sample", b, n)
 		}
-		switch num {
-		case v2SampleValue:
+		switch {
+		case num == v2SampleValue:
 			if typ != protowire.Fixed64Type {
 				return Sample{}, wireTypeError("sample value", b, typ)
 			}
 			smp.Value = math.Float64frombits(x)
-		case v2SampleTimestamp:
+		case num == v2SampleTimestamp:
 			if typ != protowire.VarintType {
 				return Sample{}, wireTypeError("sample timestamp", b, typ)
 			}
 			smp.Timestamp = int64(x)
-		case v2SampleStartTimestamp:
+		case num == v2SampleStartTimestamp && v2:
 			if typ != protowire.VarintType {
 				return Sample{}, wireTypeError("sample start_timestamp", b, typ)
 			}

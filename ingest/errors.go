@@ -1,7 +1,109 @@
 package ingest
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"io"
+)
 
 // ErrExemplarsUnsupported is returned by [Appender.AppendExemplars] when the
 // wrapped storage.AppenderV2 does not implement storage.ExemplarAppenderV2.
 var ErrExemplarsUnsupported = errors.New("ingest: appender does not implement storage.ExemplarAppenderV2")
+
+// Errors of [BodyReader]; each says which HTTP status a handler should
+// answer with.
+var (
+	// ErrBodyTooLarge is returned when a request body is larger than
+	// [BodyOptions.MaxBodySize]: either its Content-Length says so, in which
+	// case nothing has been read or allocated, or its length is unknown and
+	// more than the limit arrived, in which case limit+1 bytes were read.
+	// A handler should answer 413 Request Entity Too Large.
+	ErrBodyTooLarge = errors.New("ingest: request body larger than the limit")
+
+	// ErrBodyTruncated is returned when a request body ends before the length
+	// its Content-Length announced, or a body of unknown length ends in the
+	// middle of its framing (the reader reported [io.ErrUnexpectedEOF]).
+	// errors.Is(err, io.ErrUnexpectedEOF) also holds for it, which is the
+	// meaning io.ReadFull gives a short read; it is built with fmt.Errorf
+	// rather than errors.New for that reason. A handler should answer 400 Bad
+	// Request.
+	ErrBodyTruncated = fmt.Errorf("ingest: request body shorter than its Content-Length: %w", io.ErrUnexpectedEOF)
+
+	// ErrBodyTooLong is returned when a request body goes on after the length
+	// its Content-Length announced; at most one byte past that length has been
+	// read. A handler should answer 400 Bad Request.
+	ErrBodyTooLong = errors.New("ingest: request body longer than its Content-Length")
+
+	// ErrDecodedTooLarge is returned when the length in a snappy block's
+	// header is larger than [BodyOptions.MaxDecodedSize]; nothing has been
+	// decoded or allocated. A handler should answer 413 Request Entity Too
+	// Large (Prometheus's own receiver answers 400 Bad Request).
+	ErrDecodedTooLarge = errors.New("ingest: snappy-decoded request body larger than the limit")
+
+	// ErrSnappyCorrupt is returned when a request body is not a valid snappy
+	// block: its length header cannot be read or its data does not decode to
+	// that length. The error returned also wraps the snappy package's own
+	// error (snappy.ErrCorrupt and the like). A handler should answer 400 Bad
+	// Request.
+	ErrSnappyCorrupt = errors.New("ingest: request body is not a valid snappy block")
+
+	// ErrContentEncoding is returned by [BodyReader.ReadRequest] when the
+	// request's Content-Encoding is neither absent nor "snappy", the only
+	// encoding of the remote-write protocols. A handler should answer 415
+	// Unsupported Media Type, as Prometheus's own receiver does.
+	ErrContentEncoding = errors.New("ingest: unsupported Content-Encoding (only snappy is accepted)")
+)
+
+// Errors of [Decoder]. The Decoder wraps them with the request's message
+// type, the byte offset and what it was decoding, as in "decoding
+// io.prometheus.write.v2.Request: ingest: symbol reference outside the
+// symbols table: ..."; test for them with [errors.Is].
+var (
+	// ErrMalformed is returned when a request is not a valid protobuf
+	// message of the expected type: truncated, with a known field of the
+	// wrong wire type, or with an invalid tag or varint. Where the cause is
+	// a truncation the error also wraps [io.ErrUnexpectedEOF].
+	ErrMalformed = errors.New("ingest: malformed remote-write request")
+
+	// ErrSymbolRef is returned when the references of a remote-write 2.0
+	// request do not resolve in its symbols table: a label, exemplar label,
+	// help or unit reference at or beyond the end of the table, or label
+	// references that are not (name, value) pairs. These are the cases in
+	// which Prometheus's ToLabels, ToExemplar and ToMetadata fail.
+	ErrSymbolRef = errors.New("ingest: symbol reference outside the symbols table")
+
+	// ErrMessageType is returned by [Decoder.Reset] when it is given a
+	// message type other than the two of the remote-write protocols,
+	// prometheus.WriteRequest and io.prometheus.write.v2.Request.
+	ErrMessageType = errors.New("ingest: unsupported remote-write message type")
+)
+
+// Errors of [NewRing].
+var (
+	// ErrNotEnoughNodes is returned when a ring has fewer endpoints than its
+	// replication factor. Thanos rejects such a ketama ring when it builds
+	// it; it builds such a hashmod ring but then fails every write with
+	// "insufficient nodes".
+	ErrNotEnoughNodes = errors.New("ingest: ring has fewer endpoints than the replication factor")
+
+	// ErrZoneCapacity is returned when the endpoints of a ketama ring span
+	// several zones whose sizes cannot hold the replication factor evenly:
+	// a zone never holds more than one replica more than the least used
+	// zone, so each zone holds at most one more replica than the smallest
+	// zone has endpoints. Thanos builds such a ring forever (its placement
+	// loop never ends); [NewRing] fails instead.
+	ErrZoneCapacity = errors.New("ingest: ring zones are too uneven to place the replication factor")
+
+	// ErrZonesHashmod is returned when an endpoint of a hashmod ring has a
+	// zone. Hashmod placement ignores zones, so Thanos refuses them too.
+	ErrZonesHashmod = errors.New("ingest: hashmod ring endpoints cannot have zones")
+
+	// ErrBadEndpoint is returned when an endpoint address is empty or
+	// appears twice in a ring.
+	ErrBadEndpoint = errors.New("ingest: ring endpoint address is empty or repeated")
+
+	// ErrUnknownAlgorithm is returned when [RingOptions.Algorithm] is neither
+	// empty, [RingHashmod] nor [RingKetama]. (Thanos falls back to hashmod
+	// with a warning.)
+	ErrUnknownAlgorithm = errors.New("ingest: unknown ring algorithm")
+)

@@ -1,0 +1,121 @@
+package ingest_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/ingest"
+)
+
+// A receiver in a Thanos-compatible ketama ring of six, over three zones,
+// writing every series three times: it takes each series' routing hash
+// once, appends the series to its own head when it is one of the replicas,
+// and batches the others per peer for forwarding. A Thanos receive with the
+// same hashrings file would send each series to the same three receivers.
+func ExampleRing() {
+	var endpoints []ingest.Endpoint
+	for i, zone := range []string{"eu-1a", "eu-1b", "eu-1c", "eu-1a", "eu-1b", "eu-1c"} {
+		endpoints = append(endpoints, ingest.Endpoint{
+			Address: fmt.Sprintf("thanos-receive-%d.thanos-receive:10901", i),
+			Zone:    zone,
+		})
+	}
+	ring, err := ingest.NewRing(endpoints, ingest.RingOptions{Algorithm: ingest.RingKetama, ReplicationFactor: 3})
+	if err != nil {
+		panic(err)
+	}
+	self := "thanos-receive-0.thanos-receive:10901"
+
+	dir, _ := os.MkdirTemp("", "ingestkit-example")
+	defer os.RemoveAll(dir)
+	opts := tsdb.DefaultHeadOptions()
+	opts.ChunkDirRoot = dir
+	head, err := tsdb.NewHead(nil, nil, nil, nil, opts, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer head.Close()
+	if err := head.Init(math.MinInt64); err != nil {
+		panic(err)
+	}
+	app := ingest.NewAppender(head.AppenderV2(context.Background()), ingest.NewCache(ingest.CacheOptions{}), 1)
+
+	const tenant = "team-a"
+	req := &prompb.WriteRequest{}
+	for _, pod := range []string{"api-0", "api-1", "api-2", "api-3"} {
+		req.Timeseries = append(req.Timeseries, prompb.TimeSeries{
+			Labels:  []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "api"}, {Name: "pod", Value: pod}},
+			Samples: []prompb.Sample{{Value: 1, Timestamp: 1000}},
+		})
+	}
+	buf, err := req.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	var d ingest.Decoder
+	d.SetTenant(tenant) // the routing hash comes from the decoding pass
+	if err := d.Reset(buf, remoteapi.WriteV1MessageType); err != nil {
+		panic(err)
+	}
+	forward := map[string]int{} // series per peer
+	replicas := make([]int, 0, ring.ReplicationFactor())
+	for d.Next() {
+		s := d.Series()
+		replicas = ring.Replicas(s.TenantHash(), replicas[:0])
+		var addrs []string
+		for _, i := range replicas {
+			addr := ring.Endpoint(i).Address
+			addrs = append(addrs, fmt.Sprintf("%s (%s)", strings.TrimSuffix(addr, ".thanos-receive:10901"), ring.Endpoint(i).Zone))
+			if addr != self {
+				forward[addr]++
+				continue
+			}
+			h := app.Lookup(s)
+			for _, smp := range s.Samples() {
+				if err := app.Append(&h, 0, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{}); err != nil {
+					panic(err)
+				}
+			}
+		}
+		var pod string
+		s.RangeLabels(func(name, value string) {
+			if name == "pod" {
+				pod = value
+			}
+		})
+		fmt.Println(pod, "->", strings.Join(addrs, ", "))
+	}
+	if err := d.Err(); err != nil {
+		panic(err)
+	}
+	if err := app.Commit(); err != nil {
+		panic(err)
+	}
+	fmt.Println("series in own head:", head.NumSeries())
+	fmt.Println("peers to forward to:", len(forward))
+
+	// Zones of one and three receivers cannot hold four replicas with no
+	// zone two ahead of the other: Thanos would never finish building this
+	// ring; NewRing refuses it.
+	_, err = ingest.NewRing([]ingest.Endpoint{
+		{Address: "a", Zone: "z1"}, {Address: "b", Zone: "z2"}, {Address: "c", Zone: "z2"}, {Address: "d", Zone: "z2"},
+	}, ingest.RingOptions{Algorithm: ingest.RingKetama, ReplicationFactor: 4})
+	fmt.Println(errors.Is(err, ingest.ErrZoneCapacity))
+	// Output:
+	// api-0 -> thanos-receive-3 (eu-1a), thanos-receive-5 (eu-1c), thanos-receive-1 (eu-1b)
+	// api-1 -> thanos-receive-4 (eu-1b), thanos-receive-3 (eu-1a), thanos-receive-5 (eu-1c)
+	// api-2 -> thanos-receive-2 (eu-1c), thanos-receive-1 (eu-1b), thanos-receive-3 (eu-1a)
+	// api-3 -> thanos-receive-1 (eu-1b), thanos-receive-0 (eu-1a), thanos-receive-5 (eu-1c)
+	// series in own head: 1
+	// peers to forward to: 5
+	// true
+}

@@ -43,7 +43,7 @@ type Set struct {
 	pairs      []pair
 	unsorted   bool // a pair arrived out of order; the hasher is stale
 	sb         labels.ScratchBuilder
-	sbReady    bool // sb is set up with syms (dedupelabels)
+	sbReady    bool          // sb is set up with syms (dedupelabels)
 	scratch    labels.Labels // Scratch's result, in sb's reused buffer
 	syms       *labels.SymbolTable
 	interner   Interner

@@ -1,0 +1,104 @@
+package ingest_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/ingest"
+)
+
+// An ingester counts a tenant's active series as it appends them to its
+// TSDB head: the tracker takes the hash the receiver already has and the
+// labels the head keeps (the head keeps the labels a new series is
+// appended with, without copying them), and copies nothing. A purge,
+// every minute say, drops the series idle for longer than the timeout.
+func ExampleTracker() {
+	dir, _ := os.MkdirTemp("", "ingestkit-example")
+	defer os.RemoveAll(dir)
+	opts := tsdb.DefaultHeadOptions()
+	opts.ChunkDirRoot = dir
+	head, err := tsdb.NewHead(nil, nil, nil, nil, opts, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer head.Close()
+	if err := head.Init(math.MinInt64); err != nil {
+		panic(err)
+	}
+
+	// A custom tracker from the selector in the tenant's configuration.
+	apiMatchers, err := parser.NewParser(parser.Options{}).ParseMetricSelector(`{job="api"}`)
+	if err != nil {
+		panic(err)
+	}
+	tracker, err := ingest.NewTracker(ingest.TrackerOptions{
+		Stripes: 16, // a small tenant
+		Custom:  []ingest.CustomTracker{{Name: "api", Matchers: apiMatchers}},
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	series := []labels.Labels{
+		labels.FromStrings("__name__", "http_requests_total", "code", "200", "job", "api"),
+		labels.FromStrings("__name__", "http_requests_total", "code", "500", "job", "api"),
+		labels.FromStrings("__name__", "up", "job", "db"),
+		labels.FromStrings("__name__", "http_request_duration_seconds", "job", "api"),
+	}
+	latency := &histogram.Histogram{
+		Count: 3, Sum: 0.75, Schema: 0, ZeroThreshold: 1e-128,
+		PositiveSpans:   []histogram.Span{{Offset: -2, Length: 2}},
+		PositiveBuckets: []int64{1, 1}, // deltas: 1 and 2 observations
+	}
+	// push appends a sample of each of the given series at second now, as a
+	// remote-write request would, and tracks each series.
+	push := func(now int64, which ...int) {
+		app := head.AppenderV2(context.Background())
+		for _, i := range which {
+			ls := series[i]
+			var h *histogram.Histogram
+			if i == 3 {
+				h = latency
+			}
+			if _, err := app.Append(0, ls, 0, now*1000, 1, h, nil, storage.AOptions{}); err != nil {
+				panic(err)
+			}
+			if h != nil {
+				tracker.UpdateHistogram(ls.Hash(), ls, len(h.PositiveBuckets)+len(h.NegativeBuckets), now)
+			} else {
+				tracker.Update(ls.Hash(), ls, now)
+			}
+		}
+		if err := app.Commit(); err != nil {
+			panic(err)
+		}
+	}
+
+	push(0, 0, 1, 2, 3)
+	push(60, 0, 2, 3) // the 500s stop
+	push(120, 0, 2, 3)
+
+	const idleTimeout = 90 // seconds
+	fmt.Println("purged:", tracker.Purge(120-idleTimeout))
+	var stats ingest.TrackerStats
+	tracker.UpdateStats(&stats)
+	fmt.Printf("active: %d series, %d native histograms with %d buckets\n",
+		stats.Series, stats.NativeHistograms, stats.NativeHistogramBuckets)
+	for _, c := range stats.Custom {
+		fmt.Printf("active{%s}: %d series\n", c.Name, c.Series)
+	}
+	fmt.Println("in the head:", head.NumSeries())
+	// Output:
+	// purged: 1
+	// active: 3 series, 1 native histograms with 2 buckets
+	// active{api}: 2 series
+	// in the head: 4
+}

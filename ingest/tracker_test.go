@@ -1,0 +1,875 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// newTestTracker returns a tracker with opts, failing the test on error.
+func newTestTracker(tb testing.TB, opts TrackerOptions) *Tracker {
+	tb.Helper()
+	tr, err := NewTracker(opts)
+	if err != nil {
+		tb.Fatalf("NewTracker(%+v) = %v", opts, err)
+	}
+	return tr
+}
+
+// trackerTestLabels returns n label sets {__name__="m", team=..., i="<i>"},
+// built with one symbol table.
+func trackerTestLabels(n int) []labels.Labels {
+	sb := labels.NewScratchBuilder(3)
+	out := make([]labels.Labels, n)
+	for i := range out {
+		sb.Reset()
+		sb.Add("__name__", "m")
+		sb.Add("i", fmt.Sprint(i))
+		sb.Add("team", [...]string{"a", "b", "c"}[i%3])
+		out[i] = sb.Labels()
+	}
+	return out
+}
+
+// trackerRaceEnabled reports whether the test binary was built with -race.
+func trackerRaceEnabled() bool {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-race" {
+				return s.Value == "true"
+			}
+		}
+	}
+	return false
+}
+
+// trackerMix is splitmix64's finaliser: distinct, well-mixed hashes for
+// tests that need many series but no labels of their own.
+func trackerMix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ x>>30) * 0xbf58476d1ce4e5b9
+	x = (x ^ x>>27) * 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// check verifies the tracker's invariants: every index slot reachable from
+// its home, each live entry indexed once, the free list holding exactly the
+// other entries, the oldest hints at most the entries' times, and the
+// counters equal to counts made from the entries.
+func (t *Tracker) check(tb testing.TB) {
+	tb.Helper()
+	var all trackerDelta
+	custom := make([]trackerDelta, len(t.custom))
+	for si := range t.stripes {
+		s := &t.stripes[si]
+		s.mu.RLock()
+		n := len(s.index)
+		seen := make([]bool, s.used)
+		slots := 0
+		for p, v := range s.index {
+			if v == 0 {
+				continue
+			}
+			slots++
+			i := uint32(v) - 1
+			if i >= s.used || seen[i] {
+				tb.Fatalf("stripe %d slot %d: entry %d out of range or indexed twice", si, p, i)
+			}
+			seen[i] = true
+			for q := int(uint64(uint32(v>>32)) * uint64(n) >> 32); q != p; q = (q + 1) % n {
+				if s.index[q] == 0 {
+					tb.Fatalf("stripe %d slot %d: empty slot %d between it and its home", si, p, q)
+				}
+			}
+			e := trackerEntryAt(s.chunks, i)
+			m := e.meta
+			if m>>32 == trackerFreeHist {
+				tb.Fatalf("stripe %d: entry %d is indexed and free", si, i)
+			}
+			if e.last < s.oldest.Load() {
+				tb.Fatalf("stripe %d: entry %d seen at %d, before the oldest hint %d", si, i, e.last, s.oldest.Load())
+			}
+			d := trackerHistDelta(uint32(m>>32), 1)
+			all.series += d.series
+			all.histograms += d.histograms
+			all.buckets += d.buckets
+			for mask := uint32(m); mask != 0; mask &= mask - 1 {
+				c := &custom[bits.TrailingZeros32(mask)]
+				c.series += d.series
+				c.histograms += d.histograms
+				c.buckets += d.buckets
+			}
+		}
+		if slots != int(s.live) {
+			tb.Fatalf("stripe %d: %d slots, live = %d", si, slots, s.live)
+		}
+		if n > 0 && uint64(s.live)*8 > uint64(n)*7 {
+			tb.Fatalf("stripe %d: %d live in an index of %d", si, s.live, n)
+		}
+		free := 0
+		for f := s.free; f != 0; {
+			i := f - 1
+			e := trackerEntryAt(s.chunks, i)
+			if seen[i] || e.meta>>32 != trackerFreeHist || e.last != math.MaxInt64 {
+				tb.Fatalf("stripe %d: free entry %d is indexed or not marked free", si, i)
+			}
+			seen[i] = true
+			free++
+			f = uint32(e.meta)
+		}
+		if free+slots != int(s.used) {
+			tb.Fatalf("stripe %d: %d free + %d live entries, %d used", si, free, slots, s.used)
+		}
+		if s.used > s.capacity() {
+			tb.Fatalf("stripe %d: %d used, capacity %d", si, s.used, s.capacity())
+		}
+		s.mu.RUnlock()
+	}
+	if got := (trackerDelta{t.all.series.Load(), t.all.histograms.Load(), t.all.buckets.Load()}); got != all {
+		tb.Fatalf("counters = %+v, entries count %+v", got, all)
+	}
+	for i := range custom {
+		c := &t.counts[i]
+		if got := (trackerDelta{c.series.Load(), c.histograms.Load(), c.buckets.Load()}); got != custom[i] {
+			tb.Fatalf("custom %q counters = %+v, entries count %+v", t.custom[i].Name, got, custom[i])
+		}
+	}
+}
+
+func TestNewTracker(t *testing.T) {
+	m := labels.MustNewMatcher(labels.MatchEqual, "team", "a")
+	many := make([]CustomTracker, MaxCustomTrackers+1)
+	for i := range many {
+		many[i] = CustomTracker{Name: fmt.Sprint(i), Matchers: []*labels.Matcher{m}}
+	}
+	for _, tc := range []struct {
+		name        string
+		opts        TrackerOptions
+		wantStripes int
+		wantErr     string // a part of the error, "" for none
+	}{
+		{name: "zero", opts: TrackerOptions{}, wantStripes: DefaultTrackerStripes},
+		{name: "negative", opts: TrackerOptions{Stripes: -1}, wantStripes: DefaultTrackerStripes},
+		{name: "one", opts: TrackerOptions{Stripes: 1}, wantStripes: 1},
+		{name: "three", opts: TrackerOptions{Stripes: 3}, wantStripes: 4},
+		{name: "127", opts: TrackerOptions{Stripes: 127}, wantStripes: 128},
+		{name: "128", opts: TrackerOptions{Stripes: 128}, wantStripes: 128},
+		{name: "129", opts: TrackerOptions{Stripes: 129}, wantStripes: 256},
+		{name: "max", opts: TrackerOptions{Stripes: 1 << 16}, wantStripes: 1 << 16},
+		{name: "max+1", opts: TrackerOptions{Stripes: 1<<16 + 1}, wantErr: "65537 stripes"},
+		{name: "32 custom", opts: TrackerOptions{Custom: many[:32]}, wantStripes: DefaultTrackerStripes},
+		{name: "33 custom", opts: TrackerOptions{Custom: many}, wantErr: "33 custom trackers"},
+		{name: "no name", opts: TrackerOptions{Custom: []CustomTracker{{Matchers: []*labels.Matcher{m}}}}, wantErr: "no name"},
+		{name: "twice", opts: TrackerOptions{Custom: []CustomTracker{many[0], many[0]}}, wantErr: `"0" defined twice`},
+		{name: "no matchers", opts: TrackerOptions{Custom: []CustomTracker{{Name: "x"}}}, wantErr: "no matchers"},
+		{name: "nil matcher", opts: TrackerOptions{Custom: []CustomTracker{{Name: "x", Matchers: []*labels.Matcher{m, nil}}}}, wantErr: "nil matcher"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := NewTracker(tc.opts)
+			if tc.wantErr != "" {
+				if !errors.Is(err, ErrTrackerOptions) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("NewTracker(%s) = %v, want an ErrTrackerOptions about %q", tc.name, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("NewTracker(%s) = %v, want no error", tc.name, err)
+			}
+			if got := len(tr.stripes); got != tc.wantStripes {
+				t.Fatalf("NewTracker(%s) has %d stripes, want %d", tc.name, got, tc.wantStripes)
+			}
+			if tr.Active() != 0 {
+				t.Fatalf("NewTracker(%s).Active() = %d, want 0", tc.name, tr.Active())
+			}
+		})
+	}
+}
+
+// TestTrackerLayout pins the sizes that the memory claims rest on.
+func TestTrackerLayout(t *testing.T) {
+	lsSize := reflect.TypeFor[labels.Labels]().Size()
+	for _, tc := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"trackerStripe", reflect.TypeFor[trackerStripe]().Size(), 128},
+		{"trackerEntry", reflect.TypeFor[trackerEntry]().Size(), lsSize + 16},
+		{"trackerEntry.last offset", reflect.TypeFor[trackerEntry]().Field(1).Offset, 0},
+		{"trackerEntry alignment", uintptr(reflect.TypeFor[trackerEntry]().Align()), 8},
+		{"trackerCounts", reflect.TypeFor[trackerCounts]().Size(), 64},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("Sizeof(%s) = %d, want %d", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// TestTrackerEntryAt checks the chunk arithmetic at the chunk boundaries.
+func TestTrackerEntryAt(t *testing.T) {
+	var s trackerStripe
+	for i := range uint32(5000) {
+		if got := s.alloc(); got != i {
+			t.Fatalf("alloc() = %d, want %d", got, i)
+		}
+		if s.capacity() < s.used {
+			t.Fatalf("capacity() = %d with %d used", s.capacity(), s.used)
+		}
+		trackerEntryAt(s.chunks, i).last = int64(i)
+	}
+	for k, c := range s.chunks {
+		if len(c) != trackerChunkLen(k) {
+			t.Fatalf("chunk %d holds %d entries, want %d", k, len(c), trackerChunkLen(k))
+		}
+	}
+	i := int64(0)
+	for _, c := range s.chunks {
+		for j := range c {
+			if i < 5000 {
+				if got := c[j].last; got != i {
+					t.Fatalf("entry %d in memory order is entry %d", i, got)
+				}
+			}
+			i++
+		}
+	}
+}
+
+// trackerOp is a step of a table test: an update (buckets < 0 for a float
+// sample) or, when purge is set, a purge.
+type trackerOp struct {
+	series  int // index in the test's label sets
+	hash    uint64
+	buckets int
+	now     int64
+	purge   bool
+
+	wantCreated bool
+	wantPurged  int
+	want        TrackerCounts // after the step
+}
+
+func TestTrackerUpdate(t *testing.T) {
+	float := func(series int, hash uint64, now int64, created bool, want TrackerCounts) trackerOp {
+		return trackerOp{series: series, hash: hash, buckets: -1, now: now, wantCreated: created, want: want}
+	}
+	hist := func(series int, hash uint64, buckets int, now int64, created bool, want TrackerCounts) trackerOp {
+		return trackerOp{series: series, hash: hash, buckets: buckets, now: now, wantCreated: created, want: want}
+	}
+	purge := func(keepFrom int64, purged int, want TrackerCounts) trackerOp {
+		return trackerOp{purge: true, now: keepFrom, wantPurged: purged, want: want}
+	}
+	c := func(series, hists, buckets int) TrackerCounts { return TrackerCounts{series, hists, buckets} }
+	big := math.MaxInt // a variable, for 32-bit platforms
+	for _, tc := range []struct {
+		name string
+		ops  []trackerOp
+	}{
+		{"empty purge", []trackerOp{purge(10, 0, c(0, 0, 0))}},
+		{"one series", []trackerOp{
+			float(0, 1, 5, true, c(1, 0, 0)),
+			float(0, 1, 6, false, c(1, 0, 0)),
+			purge(6, 0, c(1, 0, 0)), // seen at keepFrom: kept
+			purge(7, 1, c(0, 0, 0)),
+			float(0, 1, 7, true, c(1, 0, 0)),
+		}},
+		{"older time kept out", []trackerOp{
+			float(0, 1, 10, true, c(1, 0, 0)),
+			float(0, 1, 3, false, c(1, 0, 0)),
+			purge(10, 0, c(1, 0, 0)),
+		}},
+		{"extreme times", []trackerOp{
+			float(0, 1, math.MinInt64, true, c(1, 0, 0)),
+			float(1, 2, math.MaxInt64, true, c(2, 0, 0)),
+			purge(math.MinInt64, 0, c(2, 0, 0)),
+			purge(math.MaxInt64, 1, c(1, 0, 0)),
+			purge(math.MaxInt64, 0, c(1, 0, 0)),
+		}},
+		{"two hashes, one stripe", []trackerOp{
+			float(0, 1<<32|7, 1, true, c(1, 0, 0)),
+			float(1, 2<<32|7, 2, true, c(2, 0, 0)),
+			purge(2, 1, c(1, 0, 0)),
+			float(1, 2<<32|7, 2, false, c(1, 0, 0)),
+			float(0, 1<<32|7, 3, true, c(2, 0, 0)),
+		}},
+		{"collision", []trackerOp{
+			float(0, 42, 1, true, c(1, 0, 0)),
+			float(1, 42, 2, true, c(2, 0, 0)),
+			float(0, 42, 3, false, c(2, 0, 0)),
+			purge(3, 1, c(1, 0, 0)),
+			float(0, 42, 3, false, c(1, 0, 0)),
+			float(1, 42, 3, true, c(2, 0, 0)),
+		}},
+		{"histograms", []trackerOp{
+			hist(0, 1, 10, 1, true, c(1, 1, 10)),
+			hist(0, 1, 12, 2, false, c(1, 1, 12)),
+			hist(1, 2, 0, 2, true, c(2, 2, 12)),
+			float(0, 1, 3, false, c(2, 1, 0)), // a float now
+			hist(0, 1, 4, 3, false, c(2, 2, 4)),
+			purge(3, 1, c(1, 1, 4)),
+			hist(1, 2, big, 3, true, c(2, 2, 4+int(min(uint64(big), maxTrackedBuckets)))), // saturated
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sets := trackerTestLabels(2)
+			for _, stripes := range []int{1, 2, DefaultTrackerStripes} {
+				tr := newTestTracker(t, TrackerOptions{Stripes: stripes})
+				for i, op := range tc.ops {
+					if op.purge {
+						if got := tr.Purge(op.now); got != op.wantPurged {
+							t.Fatalf("stripes=%d, step %d: Purge(%d) = %d, want %d", stripes, i, op.now, got, op.wantPurged)
+						}
+					} else {
+						var created bool
+						if op.buckets < 0 {
+							created = tr.Update(op.hash, sets[op.series], op.now)
+						} else {
+							created = tr.UpdateHistogram(op.hash, sets[op.series], op.buckets, op.now)
+						}
+						if created != op.wantCreated {
+							t.Fatalf("stripes=%d, step %d: update of series %d = %v, want %v", stripes, i, op.series, created, op.wantCreated)
+						}
+					}
+					var st TrackerStats
+					tr.UpdateStats(&st)
+					if st.TrackerCounts != op.want || tr.Active() != op.want.Series {
+						t.Fatalf("stripes=%d, step %d: counts %+v, Active() = %d, want %+v", stripes, i, st.TrackerCounts, tr.Active(), op.want)
+					}
+					tr.check(t)
+				}
+			}
+		})
+	}
+}
+
+func TestTrackerUpdateHistogramNegativePanics(t *testing.T) {
+	tr := newTestTracker(t, TrackerOptions{})
+	defer func() {
+		if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "ingest: ") {
+			t.Fatalf("UpdateHistogram(buckets=-1) panicked with %v, want an \"ingest: \" panic", r)
+		}
+	}()
+	tr.UpdateHistogram(1, labels.FromStrings("a", "b"), -1, 0)
+}
+
+// TestTrackerCollisions forces many series onto one hash, and onto one
+// high half of the hash (the index's tag) with different stripes, and
+// checks that each is counted, found and purged on its own.
+func TestTrackerCollisions(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		hash func(i int) uint64
+	}{
+		{"2 one hash", 2, func(int) uint64 { return 0xdeadbeef }},
+		{"3 one hash", 3, func(int) uint64 { return 0xdeadbeef }},
+		{"129 one hash", 129, func(int) uint64 { return 0xdeadbeef }},
+		{"1000 one hash", 1000, func(int) uint64 { return 0 }},
+		{"1000 one tag", 1000, func(i int) uint64 { return 7<<32 | uint64(i) }},
+		{"1000 two hashes", 1000, func(i int) uint64 { return uint64(i % 2) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sets := trackerTestLabels(tc.n)
+			for _, stripes := range []int{1, 16} {
+				tr := newTestTracker(t, TrackerOptions{Stripes: stripes})
+				for i, ls := range sets {
+					if !tr.Update(tc.hash(i), ls, int64(i%2)) {
+						t.Fatalf("Update(series %d) = false, want true (new)", i)
+					}
+				}
+				if got := tr.Active(); got != tc.n {
+					t.Fatalf("Active() = %d, want %d", got, tc.n)
+				}
+				for i, ls := range sets {
+					if tr.Update(tc.hash(i), ls, int64(i%2)) {
+						t.Fatalf("second Update(series %d) = true, want false", i)
+					}
+				}
+				tr.check(t)
+				// Drop the even ones, seen at 0.
+				if got, want := tr.Purge(1), (tc.n+1)/2; got != want {
+					t.Fatalf("Purge(1) = %d, want %d", got, want)
+				}
+				tr.check(t)
+				for i, ls := range sets {
+					if got, want := tr.Update(tc.hash(i), ls, 1), i%2 == 0; got != want {
+						t.Fatalf("Update(series %d) after purge = %v, want %v", i, got, want)
+					}
+				}
+				tr.check(t)
+				if got := tr.Active(); got != tc.n {
+					t.Fatalf("Active() = %d, want %d", got, tc.n)
+				}
+			}
+		})
+	}
+}
+
+func TestTrackerCustom(t *testing.T) {
+	tr := newTestTracker(t, TrackerOptions{Stripes: 4, Custom: []CustomTracker{
+		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
+		{Name: "not-b-even", Matchers: []*labels.Matcher{
+			labels.MustNewMatcher(labels.MatchNotEqual, "team", "b"),
+			labels.MustNewMatcher(labels.MatchRegexp, "i", ".*[02468]"),
+		}},
+		{Name: "no-zone", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "zone", "")}},
+		{Name: "none", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "z")}},
+	}})
+	sets := trackerTestLabels(12) // teams a b c a b c ...
+	for i, ls := range sets {
+		if i < 6 {
+			tr.Update(ls.Hash(), ls, 1)
+		} else {
+			tr.UpdateHistogram(ls.Hash(), ls, i, 2)
+		}
+	}
+	// team-a: 0 3 | 6 9; not-b-even: 0 2 | 6 8; histograms 6..11.
+	want := TrackerStats{
+		TrackerCounts: TrackerCounts{12, 6, 6 + 7 + 8 + 9 + 10 + 11},
+		Custom: []CustomTrackerCounts{
+			{"team-a", TrackerCounts{4, 2, 6 + 9}},
+			{"not-b-even", TrackerCounts{4, 2, 6 + 8}},
+			{"no-zone", TrackerCounts{12, 6, 51}},
+			{"none", TrackerCounts{}},
+		},
+	}
+	got := TrackerStats{Custom: make([]CustomTrackerCounts, 1, 8)}
+	tr.UpdateStats(&got)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("UpdateStats() = %+v, want %+v", got, want)
+	}
+	for _, tc := range []struct {
+		name   string
+		want   int
+		wantOK bool
+	}{{"team-a", 4, true}, {"not-b-even", 4, true}, {"none", 0, true}, {"team-b", 0, false}, {"", 0, false}} {
+		if n, ok := tr.ActiveCustom(tc.name); n != tc.want || ok != tc.wantOK {
+			t.Errorf("ActiveCustom(%q) = %d, %v, want %d, %v", tc.name, n, ok, tc.want, tc.wantOK)
+		}
+	}
+	// A bucket change reaches the custom trackers; the purge of the floats
+	// takes their counts away. not-b-even: 0 2 | 6 8 (10 is team b).
+	tr.UpdateHistogram(sets[6].Hash(), sets[6], 100, 2)
+	tr.Purge(2)
+	want = TrackerStats{
+		TrackerCounts: TrackerCounts{6, 6, 100 + 7 + 8 + 9 + 10 + 11},
+		Custom: []CustomTrackerCounts{
+			{"team-a", TrackerCounts{2, 2, 100 + 9}},
+			{"not-b-even", TrackerCounts{2, 2, 100 + 8}},
+			{"no-zone", TrackerCounts{6, 6, 145}},
+			{"none", TrackerCounts{}},
+		},
+	}
+	tr.UpdateStats(&got)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("UpdateStats() after purge = %+v, want %+v", got, want)
+	}
+	tr.check(t)
+}
+
+// trackerModel is the reference the differential test compares a Tracker
+// with: a map by the labels' string.
+type trackerModel struct {
+	series map[string]*trackerModelSeries
+	custom []CustomTracker
+}
+
+type trackerModelSeries struct {
+	last    int64
+	buckets int // -1 for a float series
+	custom  []bool
+}
+
+func (m *trackerModel) update(ls labels.Labels, buckets int, now int64) bool {
+	key := ls.String()
+	if s, ok := m.series[key]; ok {
+		s.last = max(s.last, now)
+		s.buckets = buckets
+		return false
+	}
+	s := &trackerModelSeries{last: now, buckets: buckets}
+	for _, c := range m.custom {
+		ok := true
+		for _, mt := range c.Matchers {
+			ok = ok && mt.Matches(ls.Get(mt.Name))
+		}
+		s.custom = append(s.custom, ok)
+	}
+	m.series[key] = s
+	return true
+}
+
+func (m *trackerModel) purge(keepFrom int64) int {
+	n := 0
+	for k, s := range m.series {
+		if s.last < keepFrom {
+			delete(m.series, k)
+			n++
+		}
+	}
+	return n
+}
+
+func (m *trackerModel) stats() TrackerStats {
+	var st TrackerStats
+	for _, c := range m.custom {
+		st.Custom = append(st.Custom, CustomTrackerCounts{Name: c.Name})
+	}
+	add := func(c *TrackerCounts, s *trackerModelSeries) {
+		c.Series++
+		if s.buckets >= 0 {
+			c.NativeHistograms++
+			c.NativeHistogramBuckets += s.buckets
+		}
+	}
+	for _, s := range m.series {
+		add(&st.TrackerCounts, s)
+		for i, ok := range s.custom {
+			if ok {
+				add(&st.Custom[i].TrackerCounts, s)
+			}
+		}
+	}
+	return st
+}
+
+// TestTrackerDifferential runs random updates and purges on a Tracker and
+// on a map, with hashes that collide often, times out of order, and pools
+// of series around the sizes where chunks and indexes grow, and compares
+// every result.
+func TestTrackerDifferential(t *testing.T) {
+	custom := []CustomTracker{
+		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
+		{Name: "i-ends-in-7", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "i", ".*7")}},
+	}
+	for _, tc := range []struct {
+		stripes, pool, ops int
+		collide            float64 // fraction of series on one of 3 shared hashes
+	}{
+		{1, 1, 200, 0},
+		{1, 127, 3000, 0},
+		{1, 128, 3000, 0.5},
+		{1, 129, 3000, 0},
+		{2, 1024, 20000, 0.05},
+		{1, 5000, 60000, 0},
+		{4, 5000, 60000, 0.01},
+		{128, 5000, 30000, 0.5},
+	} {
+		t.Run(fmt.Sprintf("stripes=%d/pool=%d/collide=%v", tc.stripes, tc.pool, tc.collide), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(tc.pool), uint64(tc.stripes)))
+			sets := trackerTestLabels(tc.pool)
+			hashes := make([]uint64, tc.pool)
+			for i, ls := range sets {
+				hashes[i] = ls.Hash()
+				if r.Float64() < tc.collide {
+					hashes[i] = uint64(r.IntN(3))
+				}
+			}
+			tr := newTestTracker(t, TrackerOptions{Stripes: tc.stripes, Custom: custom})
+			m := &trackerModel{series: map[string]*trackerModelSeries{}, custom: custom}
+			clock := int64(100)
+			for step := range tc.ops {
+				switch x := r.IntN(1000); {
+				case x < 3: // purge, mostly a little, sometimes nearly all
+					keepFrom := clock - int64(r.IntN(50))
+					if r.IntN(4) == 0 {
+						keepFrom = clock - 2
+					}
+					if got, want := tr.Purge(keepFrom), m.purge(keepFrom); got != want {
+						t.Fatalf("step %d: Purge(%d) = %d, want %d", step, keepFrom, got, want)
+					}
+					tr.check(t)
+				default:
+					i := r.IntN(tc.pool)
+					if r.IntN(2) == 0 {
+						i = r.IntN(1 + tc.pool/10) // a hot set
+					}
+					now := clock - int64(r.IntN(5)) // a little out of order
+					buckets := -1
+					if x%7 == 0 {
+						buckets = r.IntN(20)
+					}
+					var got bool
+					if buckets < 0 {
+						got = tr.Update(hashes[i], sets[i], now)
+					} else {
+						got = tr.UpdateHistogram(hashes[i], sets[i], buckets, now)
+					}
+					if want := m.update(sets[i], buckets, now); got != want {
+						t.Fatalf("step %d: update of series %d = %v, want %v", step, i, got, want)
+					}
+					if r.IntN(10) == 0 {
+						clock++
+					}
+				}
+				if step%97 == 0 {
+					var got TrackerStats
+					tr.UpdateStats(&got)
+					if want := m.stats(); !reflect.DeepEqual(got, want) {
+						t.Fatalf("step %d: UpdateStats() = %+v, want %+v", step, got, want)
+					}
+				}
+			}
+			tr.check(t)
+			var got TrackerStats
+			tr.UpdateStats(&got)
+			if want := m.stats(); !reflect.DeepEqual(got, want) {
+				t.Fatalf("UpdateStats() = %+v, want %+v", got, want)
+			}
+			// Purge everything: the stripes give their tables back.
+			tr.Purge(math.MaxInt64)
+			tr.check(t)
+			for i := range tr.stripes {
+				if s := &tr.stripes[i]; s.index != nil || s.chunks != nil || s.used != 0 {
+					t.Fatalf("stripe %d keeps %d slots, %d chunks, %d used after purging all", i, len(s.index), len(s.chunks), s.used)
+				}
+			}
+		})
+	}
+}
+
+// TestTrackerCompact shrinks a stripe from 10k series to a few and checks
+// that its tables shrink with it and that it still finds its series.
+func TestTrackerCompact(t *testing.T) {
+	for _, keep := range []int{1, 100, 2499, 2500} {
+		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
+			const n = 10_000
+			sets := trackerTestLabels(n)
+			tr := newTestTracker(t, TrackerOptions{Stripes: 1})
+			for i, ls := range sets {
+				tr.Update(ls.Hash(), ls, int64(i))
+			}
+			peakSlots, peakChunks := len(tr.stripes[0].index), len(tr.stripes[0].chunks)
+			if got := tr.Purge(n - int64(keep)); got != n-keep {
+				t.Fatalf("Purge() = %d, want %d", got, n-keep)
+			}
+			tr.check(t)
+			s := &tr.stripes[0]
+			compacted := keep < n/4
+			if shrunk := len(s.index) < peakSlots && len(s.chunks) < peakChunks && s.used == uint32(keep); shrunk != compacted {
+				t.Fatalf("keeping %d of %d: %d slots and %d chunks (from %d, %d), %d used; want compacted = %v",
+					keep, n, len(s.index), len(s.chunks), peakSlots, peakChunks, s.used, compacted)
+			}
+			for i, ls := range sets {
+				if got, want := tr.Update(ls.Hash(), ls, n), i < n-keep; got != want {
+					t.Fatalf("Update(series %d) after purge = %v, want %v", i, got, want)
+				}
+			}
+			tr.check(t)
+		})
+	}
+}
+
+// TestTrackerAllocs asserts the allocation contracts: none to update a
+// tracked series, none to read the counts, amortised none for a new series
+// and none for a purge in the steady state.
+func TestTrackerAllocs(t *testing.T) {
+	ls := labels.FromStrings("__name__", "up", "job", "api")
+	custom := []CustomTracker{{Name: "api", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "job", "a.*")}}}
+	tr := newTestTracker(t, TrackerOptions{Custom: custom})
+	const n = 10_000
+	for i := range uint64(n) {
+		tr.Update(trackerMix(i), ls, 1)
+	}
+	tr.UpdateHistogram(trackerMix(n), ls, 10, 1)
+	now := int64(2)
+	st := TrackerStats{Custom: make([]CustomTrackerCounts, 0, 1)}
+	for _, tc := range []struct {
+		name string
+		f    func()
+	}{
+		{"Update/existing", func() { tr.Update(trackerMix(uint64(now)%n), ls, now); now++ }},
+		{"UpdateHistogram/existing", func() { tr.UpdateHistogram(trackerMix(n), ls, 10, now); now++ }},
+		{"UpdateHistogram/buckets", func() { tr.UpdateHistogram(trackerMix(n), ls, int(now%50), now); now++ }},
+		{"Active", func() { _ = tr.Active() }},
+		{"ActiveCustom", func() { _, _ = tr.ActiveCustom("api") }},
+		{"UpdateStats", func() { tr.UpdateStats(&st) }},
+	} {
+		if got := testing.AllocsPerRun(1000, tc.f); got != 0 {
+			t.Errorf("%s: %v allocations, want 0", tc.name, got)
+		}
+	}
+
+	// New series: 1M of them with the default options, in batches of 10k
+	// (AllocsPerRun rounds down to whole allocations per run).
+	t.Run("Update/new", func(t *testing.T) {
+		if testing.Short() || trackerRaceEnabled() {
+			t.Skip("adds 1M series (20 times slower under the race detector)")
+		}
+		tr := newTestTracker(t, TrackerOptions{Custom: custom})
+		const batch = 10_000
+		next := uint64(0)
+		perBatch := testing.AllocsPerRun(99, func() {
+			for range batch {
+				tr.Update(trackerMix(next), ls, 1)
+				next++
+			}
+		})
+		perSeries := perBatch / batch
+		t.Logf("Update of a new series: %.4f allocations, amortised over %d series", perSeries, next)
+		if perSeries > 0.01 {
+			t.Errorf("Update of a new series: %.4f allocations amortised, want at most 0.01", perSeries)
+		}
+	})
+
+	// Purge in the steady state: drop 4% and add them again.
+	t.Run("Purge", func(t *testing.T) {
+		tr := newTestTracker(t, TrackerOptions{})
+		const n = 100_000
+		for i := range uint64(n) {
+			tr.Update(trackerMix(i), ls, 2)
+		}
+		got := testing.AllocsPerRun(10, func() {
+			for i := range uint64(n / 25) {
+				tr.Update(trackerMix(n+i), ls, 1)
+			}
+			if purged := tr.Purge(2); purged != n/25 {
+				t.Fatalf("Purge(2) = %d, want %d", purged, n/25)
+			}
+		})
+		if got != 0 {
+			t.Errorf("Purge in the steady state: %v allocations, want 0", got)
+		}
+	})
+}
+
+// TestTrackerConcurrent runs writers, purges and readers at once, for the
+// race detector: updates of tracked series, new series, histogram changes,
+// collisions, purges that drop a few series or nearly all (and so shrink
+// the stripes' tables), and reads of every count. Then it checks the
+// tracker's invariants.
+func TestTrackerConcurrent(t *testing.T) {
+	sets := trackerTestLabels(4000)
+	hashes := make([]uint64, len(sets))
+	for i, ls := range sets {
+		hashes[i] = ls.Hash()
+		if i%10 == 0 {
+			hashes[i] = uint64(i % 3) // collisions
+		}
+	}
+	tr := newTestTracker(t, TrackerOptions{Stripes: 2, Custom: []CustomTracker{
+		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
+	}})
+	const writers, updates = 4, 50_000
+	var clock atomic.Int64
+	clock.Store(100)
+	var writing, others sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range writers {
+		writing.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 1))
+			for j := range updates {
+				i := r.IntN(len(sets))
+				now := clock.Load() - int64(r.IntN(3))
+				if j%5 == 0 {
+					tr.UpdateHistogram(hashes[i], sets[i], r.IntN(10), now)
+				} else {
+					tr.Update(hashes[i], sets[i], now)
+				}
+				if j%100 == 0 {
+					clock.Add(1)
+				}
+			}
+		})
+	}
+	others.Go(func() {
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+				keepFrom := clock.Load() - 20
+				if k%10 == 9 {
+					keepFrom = clock.Load() // nearly all
+				}
+				tr.Purge(keepFrom)
+			}
+		}
+	})
+	for range 2 {
+		others.Go(func() {
+			var st TrackerStats
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					tr.UpdateStats(&st)
+					n := tr.Active()
+					a, _ := tr.ActiveCustom("team-a")
+					if n < 0 || n > len(sets) || a < 0 || a > n+len(sets) || st.NativeHistograms < 0 || st.NativeHistogramBuckets < 0 {
+						t.Errorf("counts out of range: Active() = %d, team-a %d, %+v", n, a, st.TrackerCounts)
+						return
+					}
+				}
+			}
+		})
+	}
+	writing.Wait()
+	close(stop)
+	others.Wait()
+	tr.check(t)
+}
+
+// TestTrackerMemoryPerSeries measures what a tracker retains per series,
+// the labels being the TSDB's and not counted (all series share one label
+// set here, each under its own hash), and compares it with the Cortex
+// design. The doc of Tracker quotes it.
+func TestTrackerMemoryPerSeries(t *testing.T) {
+	if testing.Short() || trackerRaceEnabled() {
+		t.Skip("adds 1M series (20 times slower under the race detector)")
+	}
+	ls := labels.FromStrings("__name__", "up", "job", "api")
+	measure := func(n int, fill func() any) float64 {
+		runtime.GC()
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		keep := fill()
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(keep)
+		return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+	}
+	// The default build keeps 16-byte labels headers; slicelabels and
+	// dedupelabels 24-byte ones, hence 8 more bytes per series.
+	limit := 48.0 + float64(reflect.TypeFor[labels.Labels]().Size()-16)
+	for _, tc := range []struct {
+		impl string
+		n    int
+	}{
+		{"ingestkit", 100_000},
+		{"ingestkit", 1_000_000},
+		{"cortex", 1_000_000},
+	} {
+		perSeries := measure(tc.n, func() any {
+			if tc.impl == "cortex" {
+				c := newCortexTracker()
+				for i := range uint64(tc.n) {
+					c.UpdateSeries(ls, trackerMix(i), 1, false)
+				}
+				return c
+			}
+			tr := newTestTracker(t, TrackerOptions{})
+			for i := range uint64(tc.n) {
+				tr.Update(trackerMix(i), ls, 1)
+			}
+			return tr
+		})
+		t.Logf("impl=%s: %.1f bytes per series at %d series (labels %d-byte headers)", tc.impl, perSeries, tc.n, reflect.TypeFor[labels.Labels]().Size())
+		if tc.impl == "ingestkit" && tc.n == 1_000_000 && perSeries > limit {
+			t.Errorf("impl=%s: %.1f bytes per series at %d series, want at most %.0f", tc.impl, perSeries, tc.n, limit)
+		}
+	}
+}

@@ -107,3 +107,8 @@ var (
 	// with a warning.)
 	ErrUnknownAlgorithm = errors.New("ingest: unknown ring algorithm")
 )
+
+// ErrTrackerOptions is returned by [NewTracker] when its options are
+// invalid: too many stripes or custom trackers, or a custom tracker without
+// a name, with a name used twice, or without matchers.
+var ErrTrackerOptions = errors.New("ingest: invalid tracker options")

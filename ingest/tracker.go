@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -14,17 +13,16 @@ import (
 
 // DefaultTrackerStripes is the stripe count of a [Tracker] whose options
 // leave it zero. At 1M series on this project's 2-core machines,
-// BenchmarkTrackerStripes measures updates of existing series at 126 ns
-// with 16 stripes, 110 with 64, 99 with 128 and 95 with 512, and additions
-// of new series at 375 ns with 16 stripes, 330-340 from 32 to 256 and 298
-// with 512 (a smaller stripe holds its write lock for less time while its
-// index grows). TestTrackerMemoryPerSeries measures 42 to 44 bytes per
+// BenchmarkTrackerStripes (medians of 4 interleaved runs) measures updates
+// of existing series at 126-142 ns for any count from 16 to 512, and
+// additions of new series at 350-405 ns up to 128 stripes and 303-308 ns at
+// 256 and 512, where a stripe holds its write lock for less time while its
+// index grows. TestTrackerMemoryPerSeries measures 42 to 45 bytes per
 // series up to 128 stripes and 46.8 at 512, and an empty tracker costs 128
-// bytes a stripe. 128 stripes are within 5% of the fastest updates and 13%
-// of the fastest additions, and keep an empty tracker at 16 KiB, a quarter
-// of 512 stripes, for the many small tenants of a multi-tenant ingester. A
-// small tenant can take 16 stripes; one of millions of series fed by many
-// cores, 512.
+// bytes a stripe. 128 stripes keep an empty tracker at 16 KiB, a quarter of
+// 512's, for the many small tenants of a multi-tenant ingester, at
+// additions some 15% slower than 512's. A tenant of millions of series fed
+// by many cores can take 512; a small one, 16.
 const DefaultTrackerStripes = 128
 
 // MaxCustomTrackers is the most [CustomTracker]s a [Tracker] takes: each
@@ -34,11 +32,6 @@ const MaxCustomTrackers = 32
 // maxTrackerStripes bounds TrackerOptions.Stripes: more stripes than this
 // only cost memory.
 const maxTrackerStripes = 1 << 16
-
-// ErrTrackerOptions is returned by [NewTracker] when its options are
-// invalid: too many stripes or custom trackers, or a custom tracker without
-// a name, with a name used twice, or without matchers.
-var ErrTrackerOptions = errors.New("ingest: invalid tracker options")
 
 // TrackerOptions are the settings of a [Tracker]. The zero value means the
 // defaults: [DefaultTrackerStripes] stripes and no custom trackers.

@@ -207,3 +207,18 @@ func (h *TenantHasher) TenantSum64() uint64 {
 	h.prime()
 	return h.tenant.sum()
 }
+
+// Stream returns the bytes written since the last reset, and true, when
+// they all fit the hasher's buffer (1 KiB). In the default stringlabels
+// build they are then exactly the data of the labels.Labels of the pairs,
+// which lets a caller compare pairs with a label set in one comparison; in
+// the other builds they are "name 0xff value 0xff ...". The slice is valid
+// until the next Reset or Write.
+//
+// Stream makes no allocation.
+func (h *Hasher) Stream() ([]byte, bool) {
+	if h.d.spilled {
+		return nil, false
+	}
+	return h.d.buf[:h.d.n], true
+}

@@ -47,6 +47,7 @@ type Set struct {
 	scratch    labels.Labels // Scratch's result, in sb's reused buffer
 	syms       *labels.SymbolTable
 	interner   Interner
+	dataBuf    []byte // for streamEqual, under purego
 }
 
 // SetInterner makes [Set.Labels] take label strings from in where the
@@ -193,6 +194,11 @@ func (b *Set) TenantHash() uint64 {
 // Equal makes no allocation when the pairs arrived sorted.
 func (b *Set) Equal(ls labels.Labels) bool {
 	b.sort()
+	if stream, ok := b.h.Hasher.Stream(); ok {
+		if eq, ok := streamEqual(stream, ls, &b.dataBuf); ok {
+			return eq
+		}
+	}
 	eq := true
 	i := 0
 	ls.Range(func(l labels.Label) {

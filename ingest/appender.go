@@ -33,10 +33,10 @@ type scratchLabeler interface {
 //
 // A Handle is not safe for concurrent use.
 type Handle struct {
-	hash   uint64
-	ref    storage.SeriesRef
-	lset   labels.Labels
-	cached bool // the cache holds the series with ref
+	hash  uint64
+	ref   storage.SeriesRef
+	lset  labels.Labels
+	entry *cacheEntry // the cache's entry for the series, with ref; nil if none
 }
 
 // Ref returns the series ref, zero for a series not yet appended.
@@ -52,6 +52,7 @@ func (h *Handle) Hash() uint64 { return h.hash }
 // AppenderStats counts how an appender resolved series.
 type AppenderStats struct {
 	CacheHits   int // found in the cache
+	Guessed     int // of the hits, found as the guess of the series before (see Cache)
 	RefLookups  int // found by asking the appender (storage.GetRef)
 	NewSeries   int // not held by the TSDB: labels built and copied
 	CacheStores int // entries added or refreshed (new series, stale refs)
@@ -63,12 +64,25 @@ type resolver struct {
 	getRef storage.GetRef // nil if the appender does not offer it
 	now    int64
 	stats  AppenderStats
+	// prev is the cache entry of the series resolved last, whose guess
+	// of the next series the next lookup tries first.
+	prev *cacheEntry
 }
 
 func (r *resolver) reset(app any, now int64) {
 	r.getRef, _ = app.(storage.GetRef)
 	r.now = now
 	r.stats = AppenderStats{}
+	r.prev = nil
+}
+
+// follow makes e, of the given hash, the entry resolved last, and prev's
+// guess.
+func (r *resolver) follow(hash uint64, e *cacheEntry) {
+	if r.prev != nil {
+		r.prev.setGuess(hash, e)
+	}
+	r.prev = e
 }
 
 // lookup finds s in the cache, else asks the appender by hash with labels
@@ -76,9 +90,17 @@ func (r *resolver) reset(app any, now int64) {
 // series the TSDB does not hold.
 func (r *resolver) lookup(s SeriesLabels) Handle {
 	hash := s.Hash()
-	if ref, lset, ok := r.cache.Lookup(hash, s, r.now); ok {
-		r.stats.CacheHits++
-		return Handle{hash: hash, ref: ref, lset: lset, cached: true}
+	if e, guessed := r.cache.lookup(r.prev, hash, s, r.now); e != nil {
+		// A purge may have dropped e since: its ref is still the series',
+		// or a stale one that the head resolves by the labels.
+		if ref := e.ref.Load(); ref != 0 {
+			r.prev = e
+			r.stats.CacheHits++
+			if guessed {
+				r.stats.Guessed++
+			}
+			return Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e}
+		}
 	}
 	var built labels.Labels // s.Labels(), if it had to be called
 	if r.getRef != nil {
@@ -107,10 +129,10 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 	if ref == 0 {
 		return
 	}
-	if !h.cached || ref != h.ref {
-		r.cache.Store(h.hash, ref, h.lset, r.now)
+	if h.entry == nil || ref != h.ref {
+		h.entry = r.cache.store(h.hash, ref, h.lset, r.now)
 		r.stats.CacheStores++
-		h.cached = true
+		r.follow(h.hash, h.entry)
 	}
 	h.ref = ref
 }

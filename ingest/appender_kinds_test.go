@@ -75,7 +75,7 @@ func TestAppenderKinds(t *testing.T) {
 		}
 		want := AppenderStats{NewSeries: 3, CacheStores: 3}
 		if round == 1 {
-			want = AppenderStats{CacheHits: 3}
+			want = AppenderStats{CacheHits: 3, Guessed: 2}
 		}
 		if got := a.Stats(); got != want {
 			t.Fatalf("round %d: Stats() = %+v, want %+v", round, got, want)

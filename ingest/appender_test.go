@@ -41,7 +41,7 @@ func TestAppenderCachesRefs(t *testing.T) {
 		t.Fatalf("first round: Stats() = %+v, want %+v", got, want)
 	}
 	for ts := int64(2000); ts <= 4000; ts += 1000 {
-		if got, want := appendRound(t, head, cache, series, ts), (AppenderStats{CacheHits: 500}); got != want {
+		if got, want := appendRound(t, head, cache, series, ts), (AppenderStats{CacheHits: 500, Guessed: 499}); got != want {
 			t.Fatalf("round at %d: Stats() = %+v, want %+v", ts, got, want)
 		}
 	}
@@ -71,7 +71,7 @@ func TestAppenderGetRef(t *testing.T) {
 	if got, want := appendRound(t, head, fresh, series, 2000), (AppenderStats{RefLookups: 50, CacheStores: 50}); got != want {
 		t.Fatalf("with a new cache: Stats() = %+v, want %+v", got, want)
 	}
-	if got, want := appendRound(t, head, fresh, series, 3000), (AppenderStats{CacheHits: 50}); got != want {
+	if got, want := appendRound(t, head, fresh, series, 3000), (AppenderStats{CacheHits: 50, Guessed: 49}); got != want {
 		t.Fatalf("then: Stats() = %+v, want %+v", got, want)
 	}
 	// A series without scratch labels takes the same path.
@@ -91,7 +91,7 @@ func TestAppenderHashCollision(t *testing.T) {
 	sa.forcedHash, sb.forcedHash = 42, 42
 	series := []SeriesLabels{sa, sb}
 	appendRound(t, head, cache, series, 1000)
-	if got, want := appendRound(t, head, cache, series, 2000), (AppenderStats{CacheHits: 2}); got != want {
+	if got, want := appendRound(t, head, cache, series, 2000), (AppenderStats{CacheHits: 2, Guessed: 1}); got != want {
 		t.Fatalf("Stats() = %+v, want %+v", got, want)
 	}
 	if cache.Len() != 2 {
@@ -190,7 +190,7 @@ func TestAppenderV1(t *testing.T) {
 		}
 		want := AppenderStats{NewSeries: 100, CacheStores: 100}
 		if round == 1 {
-			want = AppenderStats{CacheHits: 100}
+			want = AppenderStats{CacheHits: 100, Guessed: 99}
 		}
 		if got := a.Stats(); got != want {
 			t.Fatalf("round %d: Stats() = %+v, want %+v", round, got, want)

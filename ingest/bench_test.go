@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -13,10 +15,14 @@ import (
 
 // requestPairs returns n series as a decoder yields them: (name, value)
 // byte slices into one request buffer.
-func requestPairs(n int) [][][2][]byte {
-	out := make([][][2][]byte, n)
+func requestPairs(n int) [][][2][]byte { return requestPairsOf(seriesSet(n)) }
+
+// requestPairsOf returns sets as a decoder yields them: (name, value) byte
+// slices into one request buffer, in the order of sets.
+func requestPairsOf(sets []labels.Labels) [][][2][]byte {
+	out := make([][][2][]byte, len(sets))
 	var buf []byte
-	for i, ls := range seriesSet(n) {
+	for i, ls := range sets {
 		ls.Range(func(l labels.Label) {
 			start := len(buf)
 			buf = append(buf, l.Name...)
@@ -37,67 +43,90 @@ func requestPairs(n int) [][][2][]byte {
 //     GetRef(ls, ls.Hash()) and Append(ref, ls);
 //   - impl=ingestkit: the pairs hashed once, the ref found in a Cache kept
 //     across requests and confirmed against the pairs, Append(ref, ls).
+//
+// With order=same every request lists the series in the same order, as a
+// Prometheus remote-write shard sends them, so the cache's guess of the
+// next series holds; with order=shuffled each request has an order of its
+// own, so it never does, and every lookup probes the cache's map.
 func BenchmarkAppend(b *testing.B) {
 	const n = 100_000
-	req := requestPairs(n)
-	for _, impl := range []string{"prometheus", "getref", "ingestkit"} {
-		b.Run(fmt.Sprintf("series=%d/impl=%s", n, impl), func(b *testing.B) {
-			head := newHead(b)
-			cache := NewCache(CacheOptions{})
-			ts := int64(0)
-			sb := labels.NewScratchBuilder(8)
-			s := &pairSeries{} // one reused, as a decoder reuses its series view
-			a := NewAppender(head.AppenderV2(context.Background()), cache, 0)
-			one := func() {
-				ts += 15_000
-				app := head.AppenderV2(context.Background())
-				switch impl {
-				case "prometheus", "getref":
-					getRef, _ := app.(storage.GetRef)
-					for i, pairs := range req {
-						sb.Reset()
-						for _, p := range pairs {
-							sb.Add(bytestr.String(p[0]), bytestr.String(p[1]))
-						}
-						ls := sb.Labels()
-						ref := storage.SeriesRef(0)
-						if impl == "getref" {
-							var hls labels.Labels
-							if ref, hls = getRef.GetRef(ls, ls.Hash()); ref != 0 {
-								ls = hls
+	sets := seriesSet(n)
+	same := requestPairsOf(sets)
+	// Three orders, one request after the other, so that no guess holds
+	// twice; each request is laid out in its own buffer in its order.
+	rng := rand.New(rand.NewPCG(1, 2))
+	var shuffled [3][][][2][]byte
+	for i := range shuffled {
+		order := slices.Clone(sets)
+		rng.Shuffle(n, func(x, y int) { order[x], order[y] = order[y], order[x] })
+		shuffled[i] = requestPairsOf(order)
+	}
+	for _, order := range []string{"same", "shuffled"} {
+		for _, impl := range []string{"prometheus", "getref", "ingestkit"} {
+			b.Run(fmt.Sprintf("series=%d/order=%s/impl=%s", n, order, impl), func(b *testing.B) {
+				head := newHead(b)
+				cache := NewCache(CacheOptions{})
+				ts := int64(0)
+				sb := labels.NewScratchBuilder(8)
+				s := &pairSeries{} // one reused, as a decoder reuses its series view
+				a := NewAppender(head.AppenderV2(context.Background()), cache, 0)
+				round := 0
+				one := func() {
+					ts += 15_000
+					req := same
+					if order == "shuffled" {
+						req = shuffled[round%len(shuffled)]
+					}
+					round++
+					app := head.AppenderV2(context.Background())
+					switch impl {
+					case "prometheus", "getref":
+						getRef, _ := app.(storage.GetRef)
+						for i, pairs := range req {
+							sb.Reset()
+							for _, p := range pairs {
+								sb.Add(bytestr.String(p[0]), bytestr.String(p[1]))
+							}
+							ls := sb.Labels()
+							ref := storage.SeriesRef(0)
+							if impl == "getref" {
+								var hls labels.Labels
+								if ref, hls = getRef.GetRef(ls, ls.Hash()); ref != 0 {
+									ls = hls
+								}
+							}
+							if _, err := app.Append(ref, ls, 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
+								b.Fatal(err)
 							}
 						}
-						if _, err := app.Append(ref, ls, 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
+						if err := app.Commit(); err != nil {
 							b.Fatal(err)
 						}
-					}
-					if err := app.Commit(); err != nil {
-						b.Fatal(err)
-					}
-				case "ingestkit":
-					a.Reset(app, ts)
-					for i, pairs := range req {
-						s.set.Reset()
-						for _, p := range pairs {
-							s.set.Add(p[0], p[1])
+					case "ingestkit":
+						a.Reset(app, ts)
+						for i, pairs := range req {
+							s.set.Reset()
+							for _, p := range pairs {
+								s.set.Add(p[0], p[1])
+							}
+							h := a.Lookup(s)
+							if err := a.Append(&h, 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
+								b.Fatal(err)
+							}
 						}
-						h := a.Lookup(s)
-						if err := a.Append(&h, 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
+						if err := a.Commit(); err != nil {
 							b.Fatal(err)
 						}
-					}
-					if err := a.Commit(); err != nil {
-						b.Fatal(err)
 					}
 				}
-			}
-			one() // the series exist before the clock starts: steady state
-			b.ReportAllocs()
-			for b.Loop() {
-				one()
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
-		})
+				one() // the series exist before the clock starts: steady state
+				b.ReportAllocs()
+				for b.Loop() {
+					one()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
+			})
+		}
 	}
 }
 

@@ -40,20 +40,32 @@ type CacheOptions struct {
 // pairs ([Equaler]); series whose hashes collide are kept side by side and
 // each found by its labels.
 //
+// Senders repeat themselves: a Prometheus remote-write shard sends the same
+// series in the same order request after request, as a scrape target
+// exposes them. So each entry also remembers which entry was looked up
+// right after it, and an [Appender] tries that guess first, without a lock
+// and without a probe of the stripe's map: when it holds, a lookup reads
+// one entry, in memory allocated in the order the series were first seen.
+// A wrong guess costs one comparison of hashes and the usual lookup.
+//
 // Refs may go stale when the head garbage-collects a series: appending with
 // a stale ref and the cached labels still lands on the right series, because
 // Prometheus's head falls back to the labels when it does not know a ref,
 // and [Appender] then stores the new ref. Entries that are not looked up are
 // dropped by [Cache.Purge], which bounds the memory.
 //
-// Memory: an entry is a map slot (hash and pointer) and an object holding
-// the ref, the labels header and the last-seen time (32 bytes in the default
-// stringlabels build, 48 in the others); the labels are the TSDB's own and
-// shared with it. TestCacheMemoryPerEntry measures 56 bytes per entry in the
-// default build and 72 under slicelabels and dedupelabels.
+// Memory: an entry is a map slot (hash and pointer) and an object of 48
+// bytes in the default stringlabels build (labels header, ref, last-seen
+// time, and the guess and its hash; 56, in a 64-byte size class, in the
+// others); the labels are the TSDB's own and shared with it.
+// TestCacheMemoryPerEntry measures 72 bytes per entry in the default build
+// and 88 under slicelabels and dedupelabels, 16 more than without guesses.
+// A purged entry may stay reachable until the entry whose guess it is, is
+// looked up or purged.
 //
 // A Cache is safe for concurrent use by multiple goroutines. Lookups take a
-// stripe's read lock; stores and purges its write lock.
+// stripe's read lock, or no lock when the guess holds; stores and purges
+// take its write lock.
 type Cache struct {
 	stripes []cacheStripe
 	mask    uint64
@@ -69,10 +81,37 @@ type cacheStripe struct {
 	_         [32]byte                 // keeps stripes' locks on separate cache lines
 }
 
+// cacheEntry is a cached series. Entries are read without a lock through
+// the guesses of other entries: their fields are immutable or atomic.
 type cacheEntry struct {
-	ref      storage.SeriesRef // guarded by the stripe's mu
-	lset     labels.Labels     // immutable
-	lastSeen atomic.Int64      // written under the read lock, hence atomic
+	lset labels.Labels // immutable
+	// ref is the series' ref; 0 once the entry is purged, which tells a
+	// lookup that followed a guess to it not to use it.
+	ref      atomic.Uint64
+	lastSeen atomic.Int64
+	// next is the entry looked up right after this one, last time, and
+	// nextHash its hash: a guess, not an invariant. nextHash lets a lookup
+	// tell a wrong guess without reading the entry, and may even be
+	// another entry's than next's, as the two are stored one after the
+	// other: the labels decide.
+	next     atomic.Pointer[cacheEntry]
+	nextHash atomic.Uint64
+}
+
+// guess returns the entry guessed to come after e if its hash is hash.
+func (e *cacheEntry) guess(hash uint64) *cacheEntry {
+	if e.nextHash.Load() != hash {
+		return nil
+	}
+	return e.next.Load()
+}
+
+// setGuess makes next, of the given hash, e's guess.
+func (e *cacheEntry) setGuess(hash uint64, next *cacheEntry) {
+	if e.next.Load() != next {
+		e.next.Store(next)
+		e.nextHash.Store(hash)
+	}
 }
 
 // NewCache returns an empty cache.
@@ -120,16 +159,40 @@ func (s *cacheStripe) find(hash uint64, eq Equaler) *cacheEntry {
 //
 // Lookup makes no allocation.
 func (c *Cache) Lookup(hash uint64, eq Equaler, now int64) (ref storage.SeriesRef, lset labels.Labels, ok bool) {
-	s := c.stripe(hash)
-	s.mu.RLock()
-	if e := s.find(hash, eq); e != nil {
-		ref, lset, ok = e.ref, e.lset, true
-		if e.lastSeen.Load() < now {
-			e.lastSeen.Store(now)
+	e, _ := c.lookup(nil, hash, eq, now)
+	if e == nil {
+		return 0, labels.EmptyLabels(), false
+	}
+	return storage.SeriesRef(e.ref.Load()), e.lset, true
+}
+
+// lookup is Lookup that tries prev's guess first, and makes the entry found
+// prev's guess. It returns nil if there is no such entry, and whether the
+// guess held.
+func (c *Cache) lookup(prev *cacheEntry, hash uint64, eq Equaler, now int64) (e *cacheEntry, guessed bool) {
+	if prev != nil {
+		// Read without a lock: the guess may have been purged since (ref
+		// 0) or be another series; its labels are immutable.
+		if g := prev.guess(hash); g != nil && g.ref.Load() != 0 && eq.Equal(g.lset) {
+			e, guessed = g, true
 		}
 	}
-	s.mu.RUnlock()
-	return ref, lset, ok
+	if e == nil {
+		s := c.stripe(hash)
+		s.mu.RLock()
+		e = s.find(hash, eq)
+		s.mu.RUnlock()
+		if e == nil {
+			return nil, false
+		}
+		if prev != nil {
+			prev.setGuess(hash, e)
+		}
+	}
+	if e.lastSeen.Load() < now {
+		e.lastSeen.Store(now)
+	}
+	return e, guessed
 }
 
 // labelsEqual adapts a labels.Labels to Equaler.
@@ -140,20 +203,32 @@ func (l *labelsEqual) Equal(ls labels.Labels) bool { return labels.Equal(l.ls, l
 // Store records that the series with the given hash and labels has ref, seen
 // at now. lset must be the labels the TSDB holds for the series (or an
 // immutable copy of them): the cache keeps it and hands it out to every hit.
-// If the series is already cached, its ref and time are updated.
+// If the series is already cached, its ref and time are updated. Store
+// panics if ref is 0, which no TSDB series has.
 //
 // Store allocates one entry for a series it did not hold.
 func (c *Cache) Store(hash uint64, ref storage.SeriesRef, lset labels.Labels, now int64) {
+	c.store(hash, ref, lset, now)
+}
+
+// store is Store that returns the entry.
+func (c *Cache) store(hash uint64, ref storage.SeriesRef, lset labels.Labels, now int64) *cacheEntry {
+	if ref == 0 {
+		panic("ingest: Cache.Store with ref 0")
+	}
 	s := c.stripe(hash)
 	eq := labelsEqual{lset}
 	s.mu.Lock()
 	if e := s.find(hash, &eq); e != nil {
-		e.ref = ref
-		e.lastSeen.Store(max(now, e.lastSeen.Load()))
+		e.ref.Store(uint64(ref))
+		if e.lastSeen.Load() < now {
+			e.lastSeen.Store(now)
+		}
 		s.mu.Unlock()
-		return
+		return e
 	}
-	e := &cacheEntry{ref: ref, lset: lset}
+	e := &cacheEntry{lset: lset}
+	e.ref.Store(uint64(ref))
 	e.lastSeen.Store(now)
 	if s.m[hash] == nil {
 		s.m[hash] = e
@@ -165,6 +240,7 @@ func (c *Cache) Store(hash uint64, ref storage.SeriesRef, lset labels.Labels, no
 	}
 	s.mu.Unlock()
 	c.entries.Add(1)
+	return e
 }
 
 // Purge drops the entries last seen before keepFrom and returns how many it
@@ -214,6 +290,7 @@ func (s *cacheStripe) purge(keepFrom int64) int {
 		kept := es[:0]
 		for _, e := range es {
 			if e.lastSeen.Load() < keepFrom {
+				drop(e)
 				dropped++
 				continue
 			}
@@ -230,6 +307,7 @@ func (s *cacheStripe) purge(keepFrom int64) int {
 		if e.lastSeen.Load() >= keepFrom {
 			continue
 		}
+		drop(e)
 		dropped++
 		// Promote a surviving conflict, so that find keeps working.
 		if es := s.conflicts[hash]; len(es) > 0 {
@@ -244,6 +322,14 @@ func (s *cacheStripe) purge(keepFrom int64) int {
 		delete(s.m, hash)
 	}
 	return dropped
+}
+
+// drop marks a purged entry, for lookups that reach it through a guess, and
+// lets go of the entry it guessed, so that purged entries do not keep each
+// other reachable.
+func drop(e *cacheEntry) {
+	e.ref.Store(0)
+	e.next.Store(nil)
 }
 
 // Len returns the number of series in the cache.

@@ -75,8 +75,8 @@ func ExampleAppender() {
 	}
 	fmt.Println("series in head:", head.NumSeries(), "cached:", cache.Len())
 	// Output:
-	// request 1: {CacheHits:0 RefLookups:0 NewSeries:3 CacheStores:3}
-	// request 2: {CacheHits:3 RefLookups:0 NewSeries:0 CacheStores:0}
-	// request 3: {CacheHits:3 RefLookups:0 NewSeries:0 CacheStores:0}
+	// request 1: {CacheHits:0 Guessed:0 RefLookups:0 NewSeries:3 CacheStores:3}
+	// request 2: {CacheHits:3 Guessed:2 RefLookups:0 NewSeries:0 CacheStores:0}
+	// request 3: {CacheHits:3 Guessed:2 RefLookups:0 NewSeries:0 CacheStores:0}
 	// series in head: 3 cached: 3
 }

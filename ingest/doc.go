@@ -6,7 +6,8 @@
 // ref cache kept across requests ([Cache], [Appender], [AppenderV1]), so
 // that its labels are neither hashed again, nor copied, nor looked up in
 // the head. Only a new series has its labels built, once. The same hash
-// feeds an active-series tracker ([Tracker]) and, with the tenant, a
+// feeds an active-series tracker ([Tracker], exported to Prometheus with
+// Mimir's metric names by [TrackerCollector]) and, with the tenant, a
 // Thanos-compatible hashring ([Ring]). Everything takes and returns
 // Prometheus's own types: storage.AppenderV2 and storage.Appender,
 // labels.Labels, storage.SeriesRef, histogram and exemplar values, and
@@ -14,9 +15,8 @@
 //
 // Concurrency: [Cache], [Tracker], [Ring] and [BodyReader] are safe for
 // concurrent use and meant to be shared (one cache per TSDB or tenant); a
-// [Decoder], an
-// [Appender] and the views they hand out are for one goroutine at a time,
-// and are reused across requests. Allocations: in the steady state, reading
+// [Decoder], an [Appender] and the views they hand out are for one
+// goroutine at a time, and are reused across requests. Allocations: in the steady state, reading
 // a body with a known length into a pooled buffer, decoding a float series
 // and resolving and appending it make none of their own; histograms and
 // exemplars are allocated because the TSDB keeps them.

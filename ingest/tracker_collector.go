@@ -1,0 +1,71 @@
+package ingest
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// TrackerCollector exports the counts of a [Tracker] for one tenant as
+// gauges named as Mimir's ingester names them, so that its dashboards and
+// alerts keep working in a fork that swaps its tracker for this one:
+//
+//	cortex_ingester_active_series{user}
+//	cortex_ingester_active_native_histogram_series{user}
+//	cortex_ingester_active_native_histogram_buckets{user}
+//	cortex_ingester_active_series_custom_tracker{user, name}
+//	cortex_ingester_active_native_histogram_series_custom_tracker{user, name}
+//	cortex_ingester_active_native_histogram_buckets_custom_tracker{user, name}
+//
+// The custom-tracker gauges have one series per [CustomTracker]. A
+// collector per tenant registers in one registry: their descriptions differ
+// by the user label.
+//
+// Collect reads the tracker's maintained totals ([Tracker.UpdateStats]) and
+// walks no series. A TrackerCollector is safe for concurrent use by
+// multiple goroutines.
+type TrackerCollector struct {
+	t                                     *Tracker
+	series, histograms, buckets           *prometheus.Desc
+	customSeries, customHists, customBkts *prometheus.Desc
+}
+
+// NewTrackerCollector returns a collector of t's counts, labelled with
+// user="tenant".
+func NewTrackerCollector(t *Tracker, tenant string) *TrackerCollector {
+	user := prometheus.Labels{"user": tenant}
+	desc := func(name, help string, variable ...string) *prometheus.Desc {
+		return prometheus.NewDesc(name, help, variable, user)
+	}
+	return &TrackerCollector{
+		t:            t,
+		series:       desc("cortex_ingester_active_series", "Number of currently active series per user."),
+		histograms:   desc("cortex_ingester_active_native_histogram_series", "Number of currently active native histogram series per user."),
+		buckets:      desc("cortex_ingester_active_native_histogram_buckets", "Number of currently active native histogram buckets per user."),
+		customSeries: desc("cortex_ingester_active_series_custom_tracker", "Number of currently active series matching a pre-configured label matchers per user.", "name"),
+		customHists:  desc("cortex_ingester_active_native_histogram_series_custom_tracker", "Number of currently active native histogram series matching a pre-configured label matchers per user.", "name"),
+		customBkts:   desc("cortex_ingester_active_native_histogram_buckets_custom_tracker", "Number of currently active native histogram buckets matching a pre-configured label matchers per user.", "name"),
+	}
+}
+
+// Describe implements [prometheus.Collector].
+func (c *TrackerCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.series, c.histograms, c.buckets, c.customSeries, c.customHists, c.customBkts} {
+		ch <- d
+	}
+}
+
+// Collect implements [prometheus.Collector].
+func (c *TrackerCollector) Collect(ch chan<- prometheus.Metric) {
+	var s TrackerStats
+	c.t.UpdateStats(&s)
+	gauge := func(d *prometheus.Desc, v int, name ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), name...)
+	}
+	gauge(c.series, s.Series)
+	gauge(c.histograms, s.NativeHistograms)
+	gauge(c.buckets, s.NativeHistogramBuckets)
+	for _, ct := range s.Custom {
+		gauge(c.customSeries, ct.Series, ct.Name)
+		gauge(c.customHists, ct.NativeHistograms, ct.Name)
+		gauge(c.customBkts, ct.NativeHistogramBuckets, ct.Name)
+	}
+}

@@ -424,8 +424,12 @@ func (q *query) materialize(s qset, dst []uint32) []uint32 {
 		for _, k := range ents {
 			l := q.list(k)
 			for i := range l.Len() {
-				ref := l.At(i)
-				q.bits[ref/64] |= 1 << (ref % 64)
+				// A list out of order (an index whose checksums are right
+				// but whose lists are not sorted) could hold a ref past the
+				// last one: drop it rather than index out of range.
+				if ref := l.At(i); int(ref/64) < len(q.bits) {
+					q.bits[ref/64] |= 1 << (ref % 64)
+				}
 			}
 		}
 		return appendBits(dst, q.bits)

@@ -21,7 +21,7 @@ func TestCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Release()
-	_, _ = rr.ReadRange(ctx, "x", 0, 501) // refused
+	_, _ = rr.ReadRange(ctx, "x", 0, 501)  // refused
 	_, _ = rr.ReadRange(ctx, "x", 990, 20) // short
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(NewCollector(rr, "store"))

@@ -78,6 +78,17 @@ func writeBlock(dir string, nI int) (string, error) {
 		return "", err
 	}
 	defer w.Close()
+	// One symbol table for all series: labels.FromStrings makes one per
+	// call under -tags dedupelabels, about 7 KiB each that the head keeps.
+	sb := labels.NewScratchBuilderWithSymbolTable(labels.NewSymbolTable(), 3)
+	mk := func(kv ...string) labels.Labels {
+		sb.Reset()
+		for i := 0; i < len(kv); i += 2 {
+			sb.Add(kv[i], kv[i+1])
+		}
+		sb.Sort()
+		return sb.Labels()
+	}
 	for n := range 10 {
 		app := w.Appender(ctx)
 		add := func(l labels.Labels) error {
@@ -85,18 +96,18 @@ func writeBlock(dir string, nI int) (string, error) {
 			return err
 		}
 		ns := strconv.Itoa(n) + suffix
-		if err := add(labels.FromStrings("a", ns)); err != nil {
+		if err := add(mk("a", ns)); err != nil {
 			return "", err
 		}
 		for i := range nI {
 			is := strconv.Itoa(i) + suffix
 			for _, l := range []labels.Labels{
-				labels.FromStrings("i", is, "n", ns, "j", "foo"),
+				mk("i", is, "n", ns, "j", "foo"),
 				// Some series that are not matched, for the inverted matchers.
-				labels.FromStrings("i", is, "n", ns, "j", "bar"),
-				labels.FromStrings("i", is, "n", "0_"+ns, "j", "bar"),
-				labels.FromStrings("i", is, "n", "1_"+ns, "j", "bar"),
-				labels.FromStrings("i", is, "n", "2_"+ns, "j", "foo"),
+				mk("i", is, "n", ns, "j", "bar"),
+				mk("i", is, "n", "0_"+ns, "j", "bar"),
+				mk("i", is, "n", "1_"+ns, "j", "bar"),
+				mk("i", is, "n", "2_"+ns, "j", "foo"),
 			} {
 				if err := add(l); err != nil {
 					return "", err

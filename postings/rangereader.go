@@ -31,7 +31,7 @@ const (
 )
 
 // RangeOptions configures a [RangeReader]. The zero value means the
-// defaults.
+// defaults. It is a plain value: [NewRangeReader] copies it.
 type RangeOptions struct {
 	// MaxRangeSize is the longest range read, and the longest request made
 	// when merging ranges. Longer ranges fail with [ErrRangeTooLarge] before
@@ -48,7 +48,8 @@ type RangeOptions struct {
 	Concurrency int
 }
 
-// Range is a byte range of an object: Len bytes from Off.
+// Range is a byte range of an object: Len bytes from Off. It is a plain
+// value, safe to share once built.
 type Range struct {
 	Off, Len int64
 }
@@ -58,7 +59,8 @@ type Range struct {
 // for concurrent use.
 type Buffer = bufpool.Buffer
 
-// Stats are the counters of a [RangeReader] since it was created.
+// Stats are the counters of a [RangeReader] since it was created, as
+// [RangeReader.Stats] copies them: a plain value, not updated afterwards.
 type Stats struct {
 	Requests   uint64 // GetRange calls made to the source
 	Bytes      uint64 // bytes read from the source, merge gaps included

@@ -106,9 +106,13 @@ type query struct {
 // It reads the postings lists it needs with one [RangeReader.ReadRanges]
 // call into pooled buffers, checks their checksums, and computes unions,
 // intersections and differences on the fetched bytes in pooled scratch
-// space. Allocations: in the steady state, growing dst (none if it has room)
-// plus a few per call for request bookkeeping; the postings bytes
-// themselves cost none.
+// space. On error dst is returned as it was.
+//
+// Allocations in the steady state: growing dst (none if it has room); none
+// when the lists are read in one request, else 4 + 2 per request (the
+// errgroup that runs them); one per regex matcher whose set matches are
+// consulted (labels.Matcher.SetMatches returns a copy). The postings bytes
+// cost none. TestExpandedPostingsAllocs asserts these counts.
 func (r *Reader) ExpandedPostings(ctx context.Context, dst []storage.SeriesRef, ms ...*labels.Matcher) ([]storage.SeriesRef, error) {
 	q, _ := r.queries.Get().(*query)
 	if q == nil {

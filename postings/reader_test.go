@@ -113,6 +113,14 @@ func matcherSets(rng *rand.Rand, n int) []matcherSet {
 		{m(labels.MatchEqual, "", "")},
 		{m(labels.MatchEqual, "", ""), m(labels.MatchEqual, "n", "1"+suffix)},
 		{m(labels.MatchNotEqual, "", ""), m(labels.MatchEqual, "n", "1"+suffix)},
+		// The all-postings key has the empty name: only the single-matcher
+		// case is special in Prometheus, other matchers on "" see it as a
+		// label.
+		{m(labels.MatchNotEqual, "", "")},
+		{m(labels.MatchEqual, "", "x")},
+		{m(labels.MatchRegexp, "", ".+")},
+		{m(labels.MatchNotRegexp, "", ".+"), m(labels.MatchEqual, "j", "foo")},
+		{m(labels.MatchRegexp, "", ".*"), m(labels.MatchEqual, "n", "1"+suffix)},
 		{m(labels.MatchRegexp, "i", "")},
 		{m(labels.MatchEqual, "i", "")},
 		{m(labels.MatchNotEqual, "i", "")},

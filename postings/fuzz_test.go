@@ -1,0 +1,134 @@
+package postings
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
+
+// The decoders check a CRC32 before looking inside, which random mutation
+// almost never gets right; each fuzz target therefore takes a flag that
+// makes it frame the input with a correct length and checksum, so that the
+// fuzzer reaches the parsing behind them too.
+
+// frame returns content preceded by its 4-byte length and followed by its
+// CRC32 (Castagnoli), as index sections are stored.
+func frame(content []byte) []byte {
+	b := binary.BigEndian.AppendUint32(nil, uint32(len(content)))
+	b = append(b, content...)
+	return binary.BigEndian.AppendUint32(b, crc32.Checksum(content, castagnoli))
+}
+
+// FuzzTOC decodes an index header and table of contents: b is the header
+// followed by the table of contents (57 bytes in a real index) and size the
+// index's length.
+func FuzzTOC(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte, size int64, fix bool) {
+		if len(b) < headerLen {
+			return
+		}
+		if _, err := decodeHeader(b[:headerLen]); err != nil && len(b) == headerLen+tocLen {
+			return
+		}
+		tb := b[headerLen:]
+		if fix && len(tb) == tocLen {
+			tb = binary.BigEndian.AppendUint32(slices.Clone(tb[:tocLen-4]), crc32.Checksum(tb[:tocLen-4], castagnoli))
+		}
+		toc, err := decodeTOC(tb, size)
+		if err != nil {
+			return
+		}
+		if toc.postings > toc.postingsTable || toc.postingsTable+12 > uint64(size)-tocLen {
+			t.Fatalf("decodeTOC accepted %+v for an index of %d bytes", toc, size)
+		}
+	})
+}
+
+// FuzzOffsetTable decodes a postings offset table; with fix, b is the
+// table's content (count and entries) and gets framed.
+func FuzzOffsetTable(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte, postingsStart, postingsEnd uint64, fix bool) {
+		if fix {
+			b = frame(b)
+		}
+		tab, err := decodeOffsetTable(b, postingsStart, postingsEnd)
+		if err != nil {
+			return
+		}
+		// What was accepted is consistent, and every entry can be found.
+		n := tab.len()
+		if len(tab.offs) != n+1 || int(tab.nameStart[len(tab.names)]) != n || n > len(b)/minEntryLen {
+			t.Fatalf("inconsistent table: %d entries, %d offsets, names end at %d", n, len(tab.offs), tab.nameStart[len(tab.names)])
+		}
+		for k := 0; k < n; k++ {
+			if tab.offs[k] >= tab.offs[k+1] || tab.offs[k] < postingsStart {
+				t.Fatalf("entry %d: offsets %d, %d out of order", k, tab.offs[k], tab.offs[k+1])
+			}
+		}
+		for ni, name := range tab.names {
+			if tab.name(name) != ni {
+				t.Fatalf("name(%q) = %d, want %d", name, tab.name(name), ni)
+			}
+			for k := tab.nameStart[ni]; k < tab.nameStart[ni+1]; k++ {
+				if got := tab.entry(ni, tab.value(int(k))); got != int(k) {
+					t.Fatalf("entry(%q, %q) = %d, want %d", name, tab.value(int(k)), got, k)
+				}
+			}
+		}
+	})
+}
+
+// FuzzPostings decodes a postings list; with fix, b is the list's content
+// (count and refs) and gets framed, followed by pad bytes of padding. The
+// refs accepted then go through the set operations.
+func FuzzPostings(f *testing.F) {
+	f.Fuzz(func(t *testing.T, b []byte, fix bool, pad uint8) {
+		if fix {
+			b = append(frame(b), make([]byte, pad%5)...)
+		}
+		refs, err := decodePostings(b)
+		if err != nil {
+			return
+		}
+		l := rawList(refs)
+		if 4*l.Len() != len(refs) || len(refs)+8 > len(b) {
+			t.Fatalf("decodePostings returned %d bytes from %d", len(refs), len(b))
+		}
+		a := l.appendTo(nil)
+		if got := intersect(slices.Clone(a), l); len(got) > len(a) {
+			t.Fatalf("intersect grew: %d > %d", len(got), len(a))
+		}
+		if got := subtract(slices.Clone(a), u32List(a)); slices.IsSorted(a) && len(got) != 0 {
+			t.Fatalf("a - a = %v, want empty", got)
+		}
+	})
+}
+
+// FuzzReader opens a whole index, possibly corrupt, and answers a few
+// matcher sets: errors are fine, panics and allocations past the limit are
+// not.
+func FuzzReader(f *testing.F) {
+	ctx := context.Background()
+	m := labels.MustNewMatcher
+	sets := [][]*labels.Matcher{
+		{m(labels.MatchEqual, "n", "1")},
+		{m(labels.MatchRegexp, "i", ".+"), m(labels.MatchNotEqual, "j", "foo")},
+		{m(labels.MatchRegexp, "i", "")},
+		{m(labels.MatchEqual, "", "")},
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rr := NewRangeReader(ReaderAtSource(bytes.NewReader(b)), RangeOptions{MaxRangeSize: 1 << 20})
+		r, err := NewReader(ctx, rr, "index", int64(len(b)))
+		if err != nil {
+			return
+		}
+		for _, ms := range sets {
+			_, _ = r.ExpandedPostings(ctx, nil, ms...)
+		}
+	})
+}

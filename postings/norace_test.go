@@ -1,0 +1,5 @@
+//go:build !race
+
+package postings
+
+const raceEnabled = false

@@ -329,6 +329,7 @@ type worker struct {
 	dec      ingest.Decoder
 	app      *ingest.Appender
 	errs     errList
+	h        ingest.Handle // the current series'
 	replicas []int
 	owned    []int64 // per ring endpoint, for this request
 }
@@ -500,7 +501,10 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 			}
 		}
 		hits := a.Stats().CacheHits
-		h := a.Lookup(s)
+		// The handle lives in the worker: passed to the ExemplarAppender
+		// interface, a local would escape to the heap.
+		wk.h = a.Lookup(s)
+		h := &wk.h
 		if a.Stats().CacheHits == hits {
 			// Not a series the receiver has appended to before: validate
 			// its labels as Prometheus's handler does. A cached series
@@ -516,7 +520,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		}
 		if v2 && len(samples) == 0 && len(hists) == 0 {
 			if !wk.errs.full() {
-				wk.errs.add(fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", h.Labels().String()))
+				wk.errs.add(fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", seriesString(h.Labels())))
 			}
 			continue
 		}
@@ -525,7 +529,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		for _, smp := range samples {
 			err := errTooFarInFuture
 			if smp.Timestamp <= maxTime {
-				err = a.Append(&h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
+				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
 			}
 			if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
 				c.Samples++
@@ -539,12 +543,12 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 				return c, http.StatusInternalServerError, err, false
 			}
 			if !wk.errs.full() {
-				wk.errs.add(fmt.Errorf("%w for series %v", err, h.Labels().String()))
+				wk.errs.add(fmt.Errorf("%w for series %v", err, seriesString(h.Labels())))
 			}
 		}
 		buckets := -1
 		for _, hs := range hists {
-			err := appendHistogram(a, &h, maxTime, hs)
+			err := appendHistogram(a, h, maxTime, hs)
 			if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
 				c.Histograms++
 				written = true
@@ -562,7 +566,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 				return c, http.StatusInternalServerError, err, false
 			}
 			if !wk.errs.full() {
-				wk.errs.add(fmt.Errorf("%w for series %v", err, h.Labels().String()))
+				wk.errs.add(fmt.Errorf("%w for series %v", err, seriesString(h.Labels())))
 			}
 		}
 		if written {
@@ -579,7 +583,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 			}
 		}
 		if es := s.Exemplars(); len(es) > 0 {
-			c.Exemplars += wk.appendExemplars(&h, es, maxTime, v2)
+			c.Exemplars += wk.appendExemplars(h, es, maxTime, v2)
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -641,7 +645,7 @@ func (wk *worker) appendExemplars(h *ingest.Handle, es []exemplar.Exemplar, maxT
 	}
 	for _, e := range pErr.ExemplarErrors {
 		if v2 && errors.Is(e.Err, storage.ErrOutOfOrderExemplar) && !wk.errs.full() {
-			wk.errs.add(fmt.Errorf("%w for series %v", e.Err, h.Labels().String()))
+			wk.errs.add(fmt.Errorf("%w for series %v", e.Err, seriesString(h.Labels())))
 		}
 	}
 	return max(0, len(es)-failed-len(pErr.ExemplarErrors))
@@ -651,12 +655,34 @@ func (wk *worker) appendExemplars(h *ingest.Handle, es []exemplar.Exemplar, maxT
 // with its error messages.
 func validateLabels(ls promlabels.Labels) error {
 	if !ls.Has(model.MetricNameLabel) || !ls.IsValid(model.UTF8Validation) {
-		return fmt.Errorf("invalid metric name or labels, got %v", ls.String())
+		return fmt.Errorf("invalid metric name or labels, got %v", seriesString(ls))
 	}
 	if dup, has := ls.HasDuplicateLabelNames(); has {
-		return fmt.Errorf("invalid labels for series, labels %v, duplicated label %s", ls.String(), dup)
+		return fmt.Errorf("invalid labels for series, labels %v, duplicated label %s", seriesString(ls), dup)
 	}
 	return nil
+}
+
+// maxErrorValue is the longest label value that error messages quote in
+// full.
+const maxErrorValue = 256
+
+// seriesString is ls.String(), what Prometheus's handler puts in its
+// errors, but with label values longer than maxErrorValue cut: a 10 MiB
+// label value would otherwise be quoted, copied and sent back once for
+// every sample of the series that is rejected.
+func seriesString(ls promlabels.Labels) string {
+	if ls.ByteSize() <= 4*maxErrorValue {
+		return ls.String()
+	}
+	b := promlabels.NewScratchBuilder(ls.Len())
+	ls.Range(func(l promlabels.Label) {
+		if len(l.Value) > maxErrorValue {
+			l.Value = l.Value[:maxErrorValue] + "...(" + strconv.Itoa(len(l.Value)) + " bytes)"
+		}
+		b.Add(l.Name, l.Value)
+	})
+	return b.Labels().String()
 }
 
 // checkLimits checks a series against the label limits without building

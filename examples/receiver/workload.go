@@ -22,17 +22,20 @@ type request struct {
 	msg  remoteapi.WriteMessageType
 	v1   *prompb.WriteRequest // set when msg is 1.0
 	v2   *writev2.Request     // set when msg is 2.0
+	pb   []byte               // reused by appendBody
 }
 
 // body returns the request with every sample, histogram and exemplar
 // timestamp set to ts (plus its index within its series, so that a series
 // with several samples stays in order), marshalled and snappy-compressed.
 // It modifies the request in place.
-func (r *request) body(ts int64) ([]byte, error) {
-	var (
-		pb  []byte
-		err error
-	)
+func (r *request) body(ts int64) ([]byte, error) { return r.appendBody(nil, ts) }
+
+// appendBody is body in dst's memory if it is large enough, marshalling
+// into a buffer the request keeps, so that a benchmark that encodes a
+// request per op does not make garbage that the receivers' GC then pays.
+func (r *request) appendBody(dst []byte, ts int64) ([]byte, error) {
+	var err error
 	if r.v1 != nil {
 		for i := range r.v1.Timeseries {
 			s := &r.v1.Timeseries[i]
@@ -46,7 +49,8 @@ func (r *request) body(ts int64) ([]byte, error) {
 				s.Exemplars[j].Timestamp = ts + int64(j)
 			}
 		}
-		pb, err = r.v1.Marshal()
+		r.pb = slices.Grow(r.pb[:0], r.v1.Size())[:r.v1.Size()]
+		_, err = r.v1.MarshalToSizedBuffer(r.pb)
 	} else {
 		for i := range r.v2.Timeseries {
 			s := &r.v2.Timeseries[i]
@@ -60,12 +64,13 @@ func (r *request) body(ts int64) ([]byte, error) {
 				s.Exemplars[j].Timestamp = ts + int64(j)
 			}
 		}
-		pb, err = r.v2.Marshal()
+		r.pb = slices.Grow(r.pb[:0], r.v2.Size())[:r.v2.Size()]
+		_, err = r.v2.MarshalToSizedBuffer(r.pb)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("marshalling %s: %w", r.name, err)
 	}
-	return snappy.Encode(nil, pb), nil
+	return snappy.Encode(dst[:cap(dst)], r.pb), nil
 }
 
 // counts returns the samples, histograms and exemplars of the request.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -156,6 +157,8 @@ type Receiver struct {
 	maxName   int
 	maxValue  int
 
+	maxBody, maxDecoded int64 // for error messages
+
 	strings labels.Table
 	symbols *promlabels.SymbolTable // for the dedupelabels build; shared by all decoders
 
@@ -209,6 +212,7 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 		maxValue:  opts.MaxLabelValueLength,
 		symbols:   promlabels.NewSymbolTable(),
 	}
+	r.maxBody, r.maxDecoded = cmp.Or(opts.MaxBodySize, ingest.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, ingest.DefaultMaxDecodedSize)
 	r.limits = r.maxLabels > 0 || r.maxName > 0 || r.maxValue > 0
 	if r.exemplars == nil {
 		r.exemplars = tsdbExemplars{}
@@ -267,12 +271,16 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	buf, err := r.body.ReadRequest(req)
-	if err != nil {
-		code := http.StatusBadRequest
-		if errors.Is(err, ingest.ErrBodyTooLarge) {
-			code = http.StatusRequestEntityTooLarge
-		}
-		r.fail(w, code, err)
+	switch {
+	case errors.Is(err, ingest.ErrBodyTooLarge):
+		// Prometheus's words.
+		r.fail(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body exceeds the %v bytes limit", r.maxBody))
+		return
+	case errors.Is(err, ingest.ErrDecodedTooLarge):
+		r.fail(w, http.StatusBadRequest, fmt.Errorf("decoded size exceeds the %v bytes limit", r.maxDecoded))
+		return
+	case err != nil:
+		r.fail(w, http.StatusBadRequest, err)
 		return
 	}
 	defer r.body.Release(buf)

@@ -197,4 +197,3 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("Stats() = %+v, want 300 samples, 60 histograms, 40 exemplars, 120 active and new series", st)
 	}
 }
-

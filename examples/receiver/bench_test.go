@@ -112,60 +112,103 @@ func encodeOp(tb testing.TB, reqs []*request, ts int64, reuse [][]byte) [][]byte
 	return out
 }
 
-// httpRequests makes the HTTP requests of one op, as Prometheus's client
-// sends them.
-func httpRequests(reqs []*request, bodies [][]byte) ([]*http.Request, []*httptest.ResponseRecorder) {
-	hr := make([]*http.Request, len(bodies))
-	rec := make([]*httptest.ResponseRecorder, len(bodies))
-	for j, b := range bodies {
-		r := httptest.NewRequest(http.MethodPost, "/api/v1/write", bytes.NewReader(b))
-		r.Header.Set("Content-Encoding", "snappy")
-		if reqs[j].msg == remoteapi.WriteV2MessageType {
-			r.Header.Set("Content-Type", contentTypeV2)
-			r.Header.Set("X-Prometheus-Remote-Write-Version", "2.0.0")
-		} else {
-			r.Header.Set("Content-Type", contentTypeV1)
-			r.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-		}
-		hr[j], rec[j] = r, httptest.NewRecorder()
-	}
-	return hr, rec
+// benchWriter is an http.ResponseWriter that a benchmark reuses from op
+// to op, so that neither impl is charged for a new recorder per request.
+type benchWriter struct {
+	h    http.Header
+	code int
+	body bytes.Buffer
 }
 
-// serveOp sends one op's requests to h and returns the responses.
-func serveOp(h http.Handler, hr []*http.Request, rec []*httptest.ResponseRecorder) {
-	for j := range hr {
-		h.ServeHTTP(rec[j], hr[j])
+func (w *benchWriter) Header() http.Header { return w.h }
+
+func (w *benchWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.body.Write(b)
+}
+
+func (w *benchWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
 	}
 }
 
-// checkOp fails unless every response has the status the case expects.
-func checkOp(tb testing.TB, rec []*httptest.ResponseRecorder, conflict, partial bool) {
-	tb.Helper()
-	for j, r := range rec {
-		want := http.StatusNoContent
-		if conflict || partial {
-			want = http.StatusBadRequest
-		}
-		if r.Code != want {
-			tb.Fatalf("request %d: status %d, want %d: %.300s", j, r.Code, want, r.Body.String())
-		}
-		if conflict && !bytes.Contains(r.Body.Bytes(), []byte("out of order sample")) {
-			tb.Fatalf("request %d: conflict answered %.300q, want storage.ErrOutOfOrderSample's message", j, r.Body.String())
-		}
+func (w *benchWriter) reset() {
+	clear(w.h)
+	w.code = 0
+	w.body.Reset()
+}
+
+// benchBody is a request body that a benchmark points at new bytes.
+type benchBody struct{ bytes.Reader }
+
+func (*benchBody) Close() error { return nil }
+
+// benchRequest is a request reused from op to op: Prometheus's snappy
+// middleware replaces the body and deletes Content-Encoding, so both are
+// put back, from memory allocated once, before each op.
+type benchRequest struct {
+	r        *http.Request
+	body     benchBody
+	encoding []string
+	w        benchWriter
+}
+
+func newBenchRequest(msg remoteapi.WriteMessageType) *benchRequest {
+	br := &benchRequest{encoding: []string{"snappy"}, w: benchWriter{h: http.Header{}}}
+	br.r = httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
+	if msg == remoteapi.WriteV2MessageType {
+		br.r.Header.Set("Content-Type", contentTypeV2)
+		br.r.Header.Set("X-Prometheus-Remote-Write-Version", "2.0.0")
+	} else {
+		br.r.Header.Set("Content-Type", contentTypeV1)
+		br.r.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	}
+	return br
+}
+
+// serve sends body to h.
+func (br *benchRequest) serve(h http.Handler, body []byte) {
+	br.body.Reset(body)
+	br.r.Body = &br.body
+	br.r.ContentLength = int64(len(body))
+	br.r.Header["Content-Encoding"] = br.encoding
+	br.w.reset()
+	h.ServeHTTP(&br.w, br.r)
+}
+
+// check fails unless the response has the status the case expects; with
+// text, also unless the error is storage.ErrOutOfOrderSample's.
+func (br *benchRequest) check(tb testing.TB, conflict, partial, text bool) {
+	want := http.StatusNoContent
+	if conflict || partial {
+		want = http.StatusBadRequest
+	}
+	if br.w.code != want {
+		tb.Fatalf("status %d, want %d: %.300s", br.w.code, want, br.w.body.String())
+	}
+	if conflict && text && !bytes.Contains(br.w.body.Bytes(), []byte("out of order sample")) {
+		tb.Fatalf("conflict answered %.300q, want storage.ErrOutOfOrderSample's message", br.w.body.String())
 	}
 }
+
+// benchQueueBytes bounds the bodies a status=ok benchmark encodes ahead.
+const benchQueueBytes = 16 << 20
 
 // BenchmarkReceive sends remote-write requests to Prometheus's
 // remote.NewWriteHandler (impl=prometheus) and to the Receiver
 // (impl=ingestkit), each over its own tsdb.DB with exemplar storage, in
-// process: handler.ServeHTTP with a recorder, the same request bytes for
-// both. One op is one request, or for captured-rw1 and captured-rw2 the
-// four captured requests of that version in order. The series exist
-// (steady state): before timing, one op's requests are written.
+// process: handler.ServeHTTP with a request and response writer reused
+// from op to op, the same request bytes for both. One op is one request,
+// or for captured-rw1 and captured-rw2 the four captured requests of that
+// version in order. The series exist (steady state): before timing, one
+// op's requests are written.
 //
 //   - status=ok: every op carries new samples, 100 ms after the previous
-//     op's; encoding them is not timed (b.StopTimer).
+//     op's. The bodies are encoded ahead, up to 16 MiB of them at a time,
+//     with the timer stopped.
 //   - status=conflict: every op carries samples older than those written,
 //     which both answer with 400 and storage.ErrOutOfOrderSample; nothing
 //     is written, so the same bytes are sent again.
@@ -174,50 +217,75 @@ func checkOp(tb testing.TB, rec []*httptest.ResponseRecorder, conflict, partial 
 // default) of N distinct series of some 250 bytes of labels, one sample
 // each; large-10MiB is a 2.0 request of 10 series sharing a 10 MiB label
 // value (1.0 would repeat it in each series, past the 32 MiB limit); the
-// captured cases are testdata/remote-write.
+// captured cases are testdata/remote-write, whose 2.0 requests both answer
+// with a 400 partial write (see receiveCase.partial).
 func BenchmarkReceive(b *testing.B) {
 	for _, c := range receiveCases() {
 		reqs := c.reqs(b)
 		for _, status := range []string{"ok", "conflict"} {
 			for _, impl := range []string{"prometheus", "ingestkit"} {
 				b.Run(fmt.Sprintf("case=%s/status=%s/impl=%s", c.name, status, impl), func(b *testing.B) {
-					db := newBenchDB(b)
-					h := newImpl(b, impl, db)
-					base := time.Now().Add(-2 * time.Hour).UnixMilli()
-					conflict := status == "conflict"
-					// Steady state: the series exist, with samples at base
-					// (and, for conflicts, later ones).
-					first := base
-					if conflict {
-						first = base + 10*benchOpStep
-					}
-					hr, rec := httpRequests(reqs, encodeOp(b, reqs, first, nil))
-					serveOp(h, hr, rec)
-					checkOp(b, rec, false, c.partial)
-					var stale [][]byte
-					if conflict {
-						stale = encodeOp(b, reqs, base, nil)
-					}
-					b.ReportAllocs()
-					ts := first
-					var fresh [][]byte
-					for b.Loop() {
-						b.StopTimer()
-						bodies := stale
-						if !conflict {
-							ts += benchOpStep
-							fresh = encodeOp(b, reqs, ts, fresh)
-							bodies = fresh
-						}
-						hr, rec := httpRequests(reqs, bodies)
-						b.StartTimer()
-						serveOp(h, hr, rec)
-						b.StopTimer()
-						checkOp(b, rec, conflict, c.partial)
-						b.StartTimer()
-					}
+					benchReceive(b, impl, reqs, status == "conflict", c.partial)
 				})
 			}
 		}
+	}
+}
+
+func benchReceive(b *testing.B, impl string, reqs []*request, conflict, partial bool) {
+	db := newBenchDB(b)
+	h := newImpl(b, impl, db)
+	brs := make([]*benchRequest, len(reqs))
+	for j, r := range reqs {
+		brs[j] = newBenchRequest(r.msg)
+	}
+	serve := func(bodies [][]byte, text bool) {
+		for j, br := range brs {
+			br.serve(h, bodies[j])
+			br.check(b, conflict, partial, text)
+		}
+	}
+	base := time.Now().Add(-2 * time.Hour).UnixMilli()
+	// Steady state: the series exist, with samples at first (later than
+	// base, for conflicts).
+	first := base
+	if conflict {
+		first = base + 10*benchOpStep
+	}
+	warm := encodeOp(b, reqs, first, nil)
+	for j, br := range brs {
+		br.serve(h, warm[j])
+		br.check(b, false, partial, false)
+	}
+	var stale [][]byte
+	if conflict {
+		stale = encodeOp(b, reqs, base, nil)
+		serve(stale, true)
+	}
+	opBytes := 0
+	for _, w := range warm {
+		opBytes += len(w)
+	}
+	queue := make([][][]byte, max(1, min(256, benchQueueBytes/max(opBytes, 1))))
+	next := len(queue)
+	ts := first
+
+	b.ReportAllocs()
+	for b.Loop() {
+		if conflict {
+			serve(stale, false)
+			continue
+		}
+		if next == len(queue) {
+			b.StopTimer()
+			for k := range queue {
+				ts += benchOpStep
+				queue[k] = encodeOp(b, reqs, ts, queue[k])
+			}
+			next = 0
+			b.StartTimer()
+		}
+		serve(queue[next], false)
+		next++
 	}
 }

@@ -13,6 +13,7 @@
 // without changing this program. Flags select fewer packages or runs, for
 // a quick check:
 //
+//	go run ./examples/benchall -list
 //	go run ./examples/benchall -pkgs ./labels -count 1 -benchtime 100x -out /tmp/BENCHMARKS.md
 package main
 
@@ -45,6 +46,7 @@ type config struct {
 	timeout   string
 	out       string
 	raw       string
+	list      bool
 }
 
 func main() {
@@ -55,6 +57,7 @@ func main() {
 	flag.StringVar(&c.timeout, "timeout", "120m", "go test -timeout per package")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "the file to write")
 	flag.StringVar(&c.raw, "raw", "", "directory to keep the raw go test outputs in (default: a temporary one, removed)")
+	flag.BoolVar(&c.list, "list", false, "print the packages and benchmarks that would run, and exit")
 	flag.Parse()
 	if err := run(c, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "benchall:", err)
@@ -75,6 +78,12 @@ func run(c config, log io.Writer) error {
 	}
 	if len(pkgs) == 0 {
 		return fmt.Errorf("no impl= benchmarks in %s", c.pkgs)
+	}
+	if c.list {
+		for _, p := range pkgs {
+			fmt.Printf("%s\t%s\n", p.importPath, strings.Join(p.benchmarks, " "))
+		}
+		return nil
 	}
 	rawDir := c.raw
 	if rawDir == "" {

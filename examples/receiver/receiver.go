@@ -691,7 +691,9 @@ const maxErrorValue = 256
 // label value would otherwise be quoted, copied and sent back once for
 // every sample of the series that is rejected.
 func seriesString(ls promlabels.Labels) string {
-	if ls.ByteSize() <= 4*maxErrorValue {
+	size := 0 // ByteSize differs between labels builds
+	ls.Range(func(l promlabels.Label) { size += len(l.Name) + len(l.Value) })
+	if size <= 4*maxErrorValue {
 		return ls.String()
 	}
 	b := promlabels.NewScratchBuilder(ls.Len())

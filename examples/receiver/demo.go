@@ -258,6 +258,7 @@ func drive(ctx context.Context, out io.Writer, name string, u *url.URL, bodies [
 	}
 	res.elapsed = time.Since(start)
 	runtime.ReadMemStats(&after)
+	fmt.Fprintf(out, "  %-10s %5.1fs  %6d requests  %9d samples  %9.0f samples/s  done\n", name, res.elapsed.Seconds(), res.requests, res.samples, float64(res.samples)/res.elapsed.Seconds())
 	res.mallocs, res.bytes = after.Mallocs-before.Mallocs, after.TotalAlloc-before.TotalAlloc
 	return res, nil
 }

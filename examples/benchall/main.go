@@ -1,0 +1,254 @@
+// Command benchall runs every side-by-side benchmark of the module, those
+// whose sub-benchmarks are named impl=..., and writes BENCHMARKS.md: one
+// benchstat table (-col /impl) per package, with the machine, the Go and
+// Prometheus versions and the date.
+//
+// Run it from the repository on a quiet machine; it takes a while:
+//
+//	go run ./examples/benchall
+//
+// It finds the benchmarks itself: every package of the module (go list
+// ./...) whose _test.go files hold a Benchmark function that names
+// sub-benchmarks "impl=", so that a package added later is picked up
+// without changing this program. Flags select fewer packages or runs, for
+// a quick check:
+//
+//	go run ./examples/benchall -list
+//	go run ./examples/benchall -pkgs ./labels -count 1 -benchtime 100x -out /tmp/BENCHMARKS.md
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// benchstat is the benchstat the tables are made with.
+const benchstat = "golang.org/x/perf/cmd/benchstat@latest"
+
+type config struct {
+	pkgs      string
+	count     int
+	benchtime string
+	timeout   string
+	out       string
+	raw       string
+	list      bool
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.pkgs, "pkgs", "./...", "comma-separated package patterns to look for benchmarks in")
+	flag.IntVar(&c.count, "count", 6, "go test -count: runs of each benchmark, for benchstat's statistics")
+	flag.StringVar(&c.benchtime, "benchtime", "", "go test -benchtime (default go test's, 1s)")
+	flag.StringVar(&c.timeout, "timeout", "120m", "go test -timeout per package")
+	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "the file to write")
+	flag.StringVar(&c.raw, "raw", "", "directory to keep the raw go test outputs in (default: a temporary one, removed)")
+	flag.BoolVar(&c.list, "list", false, "print the packages and benchmarks that would run, and exit")
+	flag.Parse()
+	if err := run(c, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "benchall:", err)
+		os.Exit(1)
+	}
+}
+
+// pkgBenchmarks is a package and its side-by-side benchmarks.
+type pkgBenchmarks struct {
+	importPath, dir string
+	benchmarks      []string
+}
+
+func run(c config, log io.Writer) error {
+	pkgs, err := findBenchmarks(strings.Split(c.pkgs, ","))
+	if err != nil {
+		return err
+	}
+	if len(pkgs) == 0 {
+		return fmt.Errorf("no impl= benchmarks in %s", c.pkgs)
+	}
+	if c.list {
+		for _, p := range pkgs {
+			fmt.Printf("%s\t%s\n", p.importPath, strings.Join(p.benchmarks, " "))
+		}
+		return nil
+	}
+	rawDir := c.raw
+	if rawDir == "" {
+		if rawDir, err = os.MkdirTemp("", "benchall-"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(rawDir)
+	} else if err := os.MkdirAll(rawDir, 0o755); err != nil {
+		return err
+	}
+
+	start := time.Now().UTC()
+	load := loadAverage()
+	var md bytes.Buffer
+	cpu := ""
+	type section struct{ pkg, cmd, table string }
+	var sections []section
+	for _, p := range pkgs {
+		args := []string{"test", "-run", "^$", "-bench", "^(" + strings.Join(p.benchmarks, "|") + ")$", "-benchmem", "-count", strconv.Itoa(c.count), "-timeout", c.timeout}
+		if c.benchtime != "" {
+			args = append(args, "-benchtime", c.benchtime)
+		}
+		args = append(args, p.importPath)
+		fmt.Fprintf(log, "benchall: go %s\n", strings.Join(args, " "))
+		rawFile := filepath.Join(rawDir, strings.ReplaceAll(p.importPath, "/", "_")+".txt")
+		out, err := exec.Command("go", args...).CombinedOutput()
+		if werr := os.WriteFile(rawFile, out, 0o644); werr != nil {
+			return werr
+		}
+		if err != nil {
+			return fmt.Errorf("go test %s: %w\n%s", p.importPath, err, out)
+		}
+		if cpu == "" {
+			cpu = cpuFromOutput(out)
+		}
+		table, err := exec.Command("go", "run", benchstat, "-col", "/impl", rawFile).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("benchstat %s: %w\n%s", rawFile, err, table)
+		}
+		sections = append(sections, section{p.importPath, "go " + shellQuote(args), string(table)})
+	}
+
+	goVersion, _ := output("go", "env", "GOVERSION")
+	promVersion, _ := output("go", "list", "-m", "-f", "{{.Version}}", "github.com/prometheus/prometheus")
+	fmt.Fprintf(&md, "# Benchmarks\n\n")
+	fmt.Fprintf(&md, "Written by `go run ./examples/benchall` (flags: `-count %d", c.count)
+	if c.benchtime != "" {
+		fmt.Fprintf(&md, " -benchtime %s", c.benchtime)
+	}
+	fmt.Fprintf(&md, " -pkgs %s`). Each table compares ingestkit (`impl=ingestkit`) with the code it replaces, on the same machine in the same run, as `%s -col /impl` prints it: ratios and p-values, not single timings.\n\n", c.pkgs, "benchstat")
+	fmt.Fprintf(&md, "- Date: %s\n", start.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&md, "- Machine: %s, %d logical CPUs, %s/%s; load average at the start: %s\n", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, load)
+	fmt.Fprintf(&md, "- Go: %s\n", strings.TrimSpace(goVersion))
+	fmt.Fprintf(&md, "- Prometheus: github.com/prometheus/prometheus %s\n", strings.TrimSpace(promVersion))
+	fmt.Fprintf(&md, "- Duration: %s\n", time.Since(start).Round(time.Second))
+	for _, s := range sections {
+		fmt.Fprintf(&md, "\n## %s\n\n```sh\n%s\n```\n\n```text\n%s```\n", s.pkg, s.cmd, s.table)
+	}
+	if err := os.WriteFile(c.out, md.Bytes(), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "benchall: wrote %s (%d packages)\n", c.out, len(sections))
+	return nil
+}
+
+// findBenchmarks lists the packages matching patterns, with their
+// side-by-side benchmarks, in import-path order.
+func findBenchmarks(patterns []string) ([]pkgBenchmarks, error) {
+	args := append([]string{"list", "-f", "{{.ImportPath}}\t{{.Dir}}"}, patterns...)
+	out, err := output("go", args...)
+	if err != nil {
+		return nil, err
+	}
+	var pkgs []pkgBenchmarks
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		path, dir, ok := strings.Cut(sc.Text(), "\t")
+		if !ok {
+			continue
+		}
+		names, err := implBenchmarks(dir)
+		if err != nil {
+			return nil, err
+		}
+		if len(names) > 0 {
+			pkgs = append(pkgs, pkgBenchmarks{importPath: path, dir: dir, benchmarks: names})
+		}
+	}
+	return pkgs, sc.Err()
+}
+
+// implBenchmarks returns the Benchmark functions of the _test.go files in
+// dir whose bodies hold a string literal with "impl=": those that run
+// sub-benchmarks side by side.
+func implBenchmarks(dir string) ([]string, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	if err != nil {
+		return nil, err
+	}
+	fset := token.NewFileSet()
+	var names []string
+	for _, f := range files {
+		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || fn.Body == nil || !strings.HasPrefix(fn.Name.Name, "Benchmark") {
+				continue
+			}
+			found := false
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING && strings.Contains(lit.Value, "impl=") {
+					found = true
+				}
+				return !found
+			})
+			if found {
+				names = append(names, fn.Name.Name)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// cpuFromOutput returns the "cpu:" line of go test's benchmark output.
+func cpuFromOutput(out []byte) string {
+	for line := range strings.SplitSeq(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "cpu: "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func output(name string, args ...string) (string, error) {
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}
+
+// shellQuote quotes the arguments that need it for a shell.
+func shellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " ^$|()*?[]'\"\\") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+func TestImplBenchmarks(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a_test.go": `package x
+
+import ("fmt"; "testing")
+
+func BenchmarkSideBySide(b *testing.B) {
+	for _, impl := range []string{"prometheus", "ingestkit"} {
+		b.Run(fmt.Sprintf("case=x/impl=%s", impl), func(b *testing.B) {})
+	}
+}
+
+func BenchmarkAlone(b *testing.B) { b.Run("size=1", func(b *testing.B) {}) }
+
+func helper() string { return "impl=not-a-benchmark" }
+`,
+		"b_test.go": `package x
+
+import "testing"
+
+func BenchmarkLiteral(b *testing.B) { b.Run("impl=ingestkit", func(b *testing.B) {}) }
+
+type T struct{}
+
+func (T) BenchmarkMethod(b *testing.B) { b.Run("impl=x", nil) }
+`,
+		"c.go": `package x
+
+func BenchmarkNotATest() { _ = "impl=" }
+`,
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := implBenchmarks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"BenchmarkLiteral", "BenchmarkSideBySide"}; !slices.Equal(got, want) {
+		t.Errorf("implBenchmarks = %q, want %q", got, want)
+	}
+
+	empty := t.TempDir()
+	if got, err := implBenchmarks(empty); err != nil || len(got) != 0 {
+		t.Errorf("implBenchmarks(empty dir) = %q, %v, want none", got, err)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"test", "-run", "^$"}, `test -run '^$'`},
+		{[]string{"-bench", "^(A|B)$", "./x"}, `-bench '^(A|B)$' ./x`},
+		{[]string{"it's"}, `'it'\''s'`},
+		{nil, ""},
+	} {
+		if got := shellQuote(c.args); got != c.want {
+			t.Errorf("shellQuote(%q) = %s, want %s", c.args, got, c.want)
+		}
+	}
+}
+
+func TestCPUFromOutput(t *testing.T) {
+	out := []byte("goos: linux\ngoarch: amd64\ncpu: Some CPU @ 2.0GHz  \nBenchmarkX 1 2 ns/op\n")
+	if got := cpuFromOutput(out); got != "Some CPU @ 2.0GHz" {
+		t.Errorf("cpuFromOutput = %q", got)
+	}
+	if got := cpuFromOutput(nil); got != "unknown CPU" {
+		t.Errorf("cpuFromOutput(nil) = %q", got)
+	}
+}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/storage/remote"
+	"github.com/prometheus/prometheus/tsdb"
+)
+
+// receiveCase is one BenchmarkReceive case: the requests one op sends, in
+// order.
+type receiveCase struct {
+	name string
+	reqs func(tb testing.TB) []*request
+	// partial is true when Prometheus's own handler answers the case's
+	// valid requests with a 400 partial write: the captured 2.0 requests
+	// hold series of exemplars without samples, which Prometheus's sender
+	// makes and both receivers reject.
+	partial bool
+}
+
+func receiveCases() []receiveCase {
+	typical := func(n int) func(testing.TB) []*request {
+		return func(testing.TB) []*request {
+			return []*request{typicalRequest(fmt.Sprintf("typical-%d", n), remoteapi.WriteV1MessageType, typicalSeries(n, ""))}
+		}
+	}
+	captured := func(v int) func(testing.TB) []*request {
+		return func(tb testing.TB) []*request {
+			rs, err := capturedRequests(v)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			return rs
+		}
+	}
+	return []receiveCase{
+		{name: "typical-500", reqs: typical(500)},
+		{name: "typical-5000", reqs: typical(5000)},
+		{name: "typical-20000", reqs: typical(20000)},
+		{name: "large-10MiB", reqs: func(testing.TB) []*request { return []*request{largeRequest(10, 10<<20)} }},
+		{name: "captured-rw1", reqs: captured(1)},
+		{name: "captured-rw2", reqs: captured(2), partial: true},
+	}
+}
+
+// Timestamps of the benchmark: ops go forward from benchBase in steps of
+// benchOpStep, the requests of an op benchReqStep apart, so that samples
+// stay in order and in the TSDB's window however many ops run.
+const (
+	benchOpStep  = int64(100)
+	benchReqStep = int64(10)
+)
+
+// newBenchDB opens a tsdb.DB with exemplar storage in a temporary
+// directory.
+func newBenchDB(tb testing.TB) *tsdb.DB {
+	tb.Helper()
+	db, cleanup, err := openDB(tb.TempDir(), 100_000, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := cleanup(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return db
+}
+
+// newImpl returns the handler named impl over db.
+func newImpl(tb testing.TB, impl string, db *tsdb.DB) http.Handler {
+	tb.Helper()
+	switch impl {
+	case "prometheus":
+		return remote.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), db,
+			remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, false, false)
+	case "ingestkit":
+		r, err := NewReceiver(db, Options{})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return r
+	}
+	tb.Fatalf("unknown impl %q", impl)
+	return nil
+}
+
+// encodeOp encodes the requests of one op at timestamp ts, into the
+// memory of reuse if not nil.
+func encodeOp(tb testing.TB, reqs []*request, ts int64, reuse [][]byte) [][]byte {
+	tb.Helper()
+	out := reuse
+	if out == nil {
+		out = make([][]byte, len(reqs))
+	}
+	for j, r := range reqs {
+		b, err := r.appendBody(out[j], ts+int64(j)*benchReqStep)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		out[j] = b
+	}
+	return out
+}
+
+// benchWriter is an http.ResponseWriter that a benchmark reuses from op
+// to op, so that neither impl is charged for a new recorder per request.
+type benchWriter struct {
+	h    http.Header
+	code int
+	body bytes.Buffer
+}
+
+func (w *benchWriter) Header() http.Header { return w.h }
+
+func (w *benchWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.body.Write(b)
+}
+
+func (w *benchWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *benchWriter) reset() {
+	clear(w.h)
+	w.code = 0
+	w.body.Reset()
+}
+
+// benchBody is a request body that a benchmark points at new bytes.
+type benchBody struct{ bytes.Reader }
+
+func (*benchBody) Close() error { return nil }
+
+// benchRequest is a request reused from op to op: Prometheus's snappy
+// middleware replaces the body and deletes Content-Encoding, so both are
+// put back, from memory allocated once, before each op.
+type benchRequest struct {
+	r        *http.Request
+	body     benchBody
+	encoding []string
+	w        benchWriter
+}
+
+func newBenchRequest(msg remoteapi.WriteMessageType) *benchRequest {
+	br := &benchRequest{encoding: []string{"snappy"}, w: benchWriter{h: http.Header{}}}
+	br.r = httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
+	if msg == remoteapi.WriteV2MessageType {
+		br.r.Header.Set("Content-Type", contentTypeV2)
+		br.r.Header.Set("X-Prometheus-Remote-Write-Version", "2.0.0")
+	} else {
+		br.r.Header.Set("Content-Type", contentTypeV1)
+		br.r.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
+	}
+	return br
+}
+
+// serve sends body to h.
+func (br *benchRequest) serve(h http.Handler, body []byte) {
+	br.body.Reset(body)
+	br.r.Body = &br.body
+	br.r.ContentLength = int64(len(body))
+	br.r.Header["Content-Encoding"] = br.encoding
+	br.w.reset()
+	h.ServeHTTP(&br.w, br.r)
+}
+
+// check fails unless the response has the status the case expects; with
+// text, also unless the error is storage.ErrOutOfOrderSample's.
+func (br *benchRequest) check(tb testing.TB, conflict, partial, text bool) {
+	want := http.StatusNoContent
+	if conflict || partial {
+		want = http.StatusBadRequest
+	}
+	if br.w.code != want {
+		tb.Fatalf("status %d, want %d: %.300s", br.w.code, want, br.w.body.String())
+	}
+	if conflict && text && !bytes.Contains(br.w.body.Bytes(), []byte("out of order sample")) {
+		tb.Fatalf("conflict answered %.300q, want storage.ErrOutOfOrderSample's message", br.w.body.String())
+	}
+}
+
+// benchQueueBytes bounds the bodies a status=ok benchmark encodes ahead.
+const benchQueueBytes = 16 << 20
+
+// BenchmarkReceive sends remote-write requests to Prometheus's
+// remote.NewWriteHandler (impl=prometheus) and to the Receiver
+// (impl=ingestkit), each over its own tsdb.DB with exemplar storage, in
+// process: handler.ServeHTTP with a request and response writer reused
+// from op to op, the same request bytes for both. One op is one request,
+// or for captured-rw1 and captured-rw2 the four captured requests of that
+// version in order. The series exist (steady state): before timing, one
+// op's requests are written.
+//
+//   - status=ok: every op carries new samples, 100 ms after the previous
+//     op's. The bodies are encoded ahead, up to 16 MiB of them at a time,
+//     with the timer stopped.
+//   - status=conflict: every op carries samples older than those written,
+//     which both answer with 400 and storage.ErrOutOfOrderSample; nothing
+//     is written, so the same bytes are sent again.
+//
+// Cases: typical-N is one 1.0 request (the message Prometheus sends by
+// default) of N distinct series of some 250 bytes of labels, one sample
+// each; large-10MiB is a 2.0 request of 10 series sharing a 10 MiB label
+// value (1.0 would repeat it in each series, past the 32 MiB limit); the
+// captured cases are testdata/remote-write, whose 2.0 requests both answer
+// with a 400 partial write (see receiveCase.partial).
+func BenchmarkReceive(b *testing.B) {
+	for _, c := range receiveCases() {
+		reqs := c.reqs(b)
+		for _, status := range []string{"ok", "conflict"} {
+			for _, impl := range []string{"prometheus", "ingestkit"} {
+				b.Run(fmt.Sprintf("case=%s/status=%s/impl=%s", c.name, status, impl), func(b *testing.B) {
+					benchReceive(b, impl, reqs, status == "conflict", c.partial)
+				})
+			}
+		}
+	}
+}
+
+func benchReceive(b *testing.B, impl string, reqs []*request, conflict, partial bool) {
+	db := newBenchDB(b)
+	h := newImpl(b, impl, db)
+	brs := make([]*benchRequest, len(reqs))
+	for j, r := range reqs {
+		brs[j] = newBenchRequest(r.msg)
+	}
+	serve := func(bodies [][]byte, text bool) {
+		for j, br := range brs {
+			br.serve(h, bodies[j])
+			br.check(b, conflict, partial, text)
+		}
+	}
+	base := time.Now().Add(-2 * time.Hour).UnixMilli()
+	// Steady state: the series exist, with samples at first (later than
+	// base, for conflicts).
+	first := base
+	if conflict {
+		first = base + 10*benchOpStep
+	}
+	warm := encodeOp(b, reqs, first, nil)
+	for j, br := range brs {
+		br.serve(h, warm[j])
+		br.check(b, false, partial, false)
+	}
+	var stale [][]byte
+	if conflict {
+		stale = encodeOp(b, reqs, base, nil)
+		serve(stale, true)
+	}
+	opBytes := 0
+	for _, w := range warm {
+		opBytes += len(w)
+	}
+	queue := make([][][]byte, max(1, min(256, benchQueueBytes/max(opBytes, 1))))
+	next := len(queue)
+	ts := first
+
+	b.ReportAllocs()
+	for b.Loop() {
+		if conflict {
+			serve(stale, false)
+			continue
+		}
+		if next == len(queue) {
+			b.StopTimer()
+			for k := range queue {
+				ts += benchOpStep
+				queue[k] = encodeOp(b, reqs, ts, queue[k])
+			}
+			next = 0
+			b.StartTimer()
+		}
+		serve(queue[next], false)
+		next++
+	}
+}

@@ -1,0 +1,313 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+	"github.com/prometheus/client_golang/prometheus"
+	config_util "github.com/prometheus/common/config"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage/remote"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+// Demo workload shape.
+const (
+	demoBatch     = 2000          // series per synthetic request, Prometheus's default max_samples_per_send
+	demoRoundStep = int64(1000)   // ms between rounds: each round sends every series once
+	demoReqStep   = int64(10)     // ms between the requests of a round, so that series sent in both versions stay in order
+	demoMaxBytes  = 32 << 20      // bodies encoded ahead of the run, at most
+	demoBack      = 2 * time.Hour // the first round's age; rounds must stay in the past
+)
+
+// encoded is one request ready to send.
+type encoded struct {
+	msg        remoteapi.WriteMessageType
+	body       []byte
+	samples    int // float and histogram samples
+	exemplars  int
+	fromTarget string
+}
+
+// phaseResult is what driving one receiver measured.
+type phaseResult struct {
+	name              string
+	requests, failed  int // failed: not a 2xx nor a 400
+	rejected          int // answered 400: partial writes
+	samples           int
+	exemplars         int
+	elapsed           time.Duration
+	mallocs, bytes    uint64
+	series            uint64
+	stored, storedExs int
+	firstErr          error
+}
+
+// runDemo runs the -demo mode: see the command's documentation.
+func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
+	dirK, dirP := "", ""
+	if c.dataDir != "" {
+		dirK, dirP = filepath.Join(c.dataDir, "ingestkit"), filepath.Join(c.dataDir, "prometheus")
+	}
+	dbK, cleanK, err := openDB(dirK, c.maxExemplars, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, cleanK()) }()
+	dbP, cleanP, err := openDB(dirP, c.maxExemplars, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, cleanP()) }()
+
+	ring, err := newRing(c)
+	if err != nil {
+		return err
+	}
+	rcv, err := NewReceiver(dbK, receiverOptions(c, ring, nil))
+	if err != nil {
+		return err
+	}
+	urlK, stopK, err := listen(c.listen, newMux(rcv, dbK, prometheus.NewRegistry()))
+	if err != nil {
+		return err
+	}
+	defer stopK()
+	promHandler := remote.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), dbP,
+		remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, false, false)
+	promMux := http.NewServeMux()
+	promMux.Handle("/api/v1/write", promHandler)
+	urlP, stopP, err := listen("127.0.0.1:0", promMux)
+	if err != nil {
+		return err
+	}
+	defer stopP()
+	fmt.Fprintf(out, "ingestkit receiver on %s (TSDB %s)\nPrometheus remote.NewWriteHandler on %s (TSDB %s)\n", urlK, dbK.Dir(), urlP, dbP.Dir())
+
+	bodies, err := demoBodies(c, out)
+	if err != nil {
+		return err
+	}
+	// Prometheus's handler, the slower, goes first for -duration; the
+	// receiver then gets exactly the same requests.
+	p, err := drive(ctx, out, "prometheus", urlP, bodies, c.duration)
+	if err != nil {
+		return err
+	}
+	k, err := drive(ctx, out, "ingestkit", urlK, bodies[:p.requests], 0)
+	if err != nil {
+		return err
+	}
+	for _, x := range []struct {
+		r  *phaseResult
+		db *tsdb.DB
+	}{{&k, dbK}, {&p, dbP}} {
+		x.r.series = x.db.Head().NumSeries()
+		if x.r.stored, x.r.storedExs, err = countStored(ctx, x.db); err != nil {
+			return err
+		}
+	}
+	printTable(out, k, p)
+	if k.failed != p.failed || k.rejected != p.rejected {
+		return fmt.Errorf("the receivers answered differently: ingestkit %d rejected with 4xx, %d failed (%v); prometheus %d, %d (%v)",
+			k.rejected, k.failed, k.firstErr, p.rejected, p.failed, p.firstErr)
+	}
+	if k.failed > 0 {
+		return fmt.Errorf("requests failed: %v", k.firstErr)
+	}
+	if k.stored != p.stored || k.series != p.series || k.storedExs != p.storedExs {
+		return fmt.Errorf("the two TSDBs differ: ingestkit %d series, %d samples, %d exemplars; prometheus %d, %d, %d",
+			k.series, k.stored, k.storedExs, p.series, p.stored, p.storedExs)
+	}
+	fmt.Fprintf(out, "\nBoth TSDBs hold the same %d series, %d samples and %d exemplars.\n", k.series, k.stored, k.storedExs)
+	if ring != nil {
+		s := rcv.Stats()
+		fmt.Fprintln(out, "\nHashring owners (series received, per replica; not forwarded):")
+		for i := range ring.Len() {
+			a := ring.Endpoint(i).Address
+			fmt.Fprintf(out, "  %-30s %d\n", a, s.Owned[a])
+		}
+	}
+	return nil
+}
+
+// listen serves h on addr and returns its write URL.
+func listen(addr string, h http.Handler) (u *url.URL, stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln) //nolint:errcheck // returns ErrServerClosed on stop
+	u, err = url.Parse("http://" + ln.Addr().String() + "/api/v1/write")
+	return u, func() { _ = srv.Close() }, err
+}
+
+// demoBodies encodes the rounds of the workload ahead of the run, so that
+// encoding costs neither receiver time nor allocations: every round sends
+// the captured requests (1.0 and 2.0) and the synthetic series (half in
+// 1.0, half in 2.0), all with the round's timestamps.
+func demoBodies(c config, out io.Writer) ([]encoded, error) {
+	var reqs []*request
+	for _, v := range []int{1, 2} {
+		cr, err := capturedRequests(v)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, cr...)
+	}
+	for i, n := 0, 0; n < c.syntheticSeries; i++ {
+		size := min(demoBatch, c.syntheticSeries-n)
+		msg, wl := remoteapi.WriteV1MessageType, "synthetic-v1"
+		if i%2 == 1 {
+			msg, wl = remoteapi.WriteV2MessageType, "synthetic-v2"
+		}
+		reqs = append(reqs, typicalRequest(fmt.Sprintf("synthetic-%d", i), msg, typicalSeries(size, fmt.Sprintf("%s-%d", wl, i))))
+		n += size
+	}
+	base := time.Now().Add(-demoBack).UnixMilli()
+	maxRounds := int(demoBack.Milliseconds() / demoRoundStep)
+	var (
+		bodies []encoded
+		total  int
+	)
+	for round := 0; round < maxRounds && total < demoMaxBytes; round++ {
+		for j, r := range reqs {
+			b, err := r.body(base + int64(round)*demoRoundStep + int64(j)*demoReqStep)
+			if err != nil {
+				return nil, err
+			}
+			s, h, e := r.counts()
+			bodies = append(bodies, encoded{msg: r.msg, body: b, samples: s + h, exemplars: e, fromTarget: r.name})
+			total += len(b)
+		}
+	}
+	fmt.Fprintf(out, "workload: %d requests a round (%d captured, %d synthetic of %d series); %d requests (%.0f MiB) encoded ahead\n",
+		len(reqs), len(reqs)-(c.syntheticSeries+demoBatch-1)/demoBatch, (c.syntheticSeries+demoBatch-1)/demoBatch, c.syntheticSeries, len(bodies), float64(total)/(1<<20))
+	return bodies, nil
+}
+
+// drive sends bodies in order with Prometheus's remote-write client, one
+// client per message type, until budget has passed (0: all of them).
+func drive(ctx context.Context, out io.Writer, name string, u *url.URL, bodies []encoded, budget time.Duration) (phaseResult, error) {
+	res := phaseResult{name: name}
+	clients := map[remoteapi.WriteMessageType]remote.WriteClient{}
+	for _, msg := range []remoteapi.WriteMessageType{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType} {
+		cl, err := remote.NewWriteClient(name+"-"+string(msg), &remote.ClientConfig{
+			URL:           &config_util.URL{URL: u},
+			Timeout:       model.Duration(30 * time.Second),
+			WriteProtoMsg: msg,
+		})
+		if err != nil {
+			return res, err
+		}
+		clients[msg] = cl
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	nextReport := start.Add(500 * time.Millisecond)
+	for _, b := range bodies {
+		if budget > 0 && time.Since(start) > budget {
+			break
+		}
+		rs, err := clients[b.msg].Store(ctx, b.body, 0)
+		res.requests++
+		switch {
+		case err == nil:
+			res.samples += b.samples
+			res.exemplars += b.exemplars
+		case strings.Contains(err.Error(), "HTTP status 400 "):
+			// A partial write: Prometheus's own sender sends the
+			// exemplars of a 2.0 request in series of their own, without
+			// samples, which the 2.0 receivers reject. The 2.0 response
+			// headers say what was written.
+			res.rejected++
+			res.samples += rs.Samples + rs.Histograms
+			res.exemplars += rs.Exemplars
+			if b.msg == remoteapi.WriteV1MessageType {
+				res.failed++ // 1.0 requests of the workload are all valid
+			}
+		default:
+			res.failed++
+		}
+		if res.failed > 0 && res.firstErr == nil {
+			res.firstErr = fmt.Errorf("%s: %w", b.fromTarget, err)
+		}
+		if now := time.Now(); now.After(nextReport) {
+			el := now.Sub(start)
+			fmt.Fprintf(out, "  %-10s %5.1fs  %6d requests  %9d samples  %9.0f samples/s\n", name, el.Seconds(), res.requests, res.samples, float64(res.samples)/el.Seconds())
+			nextReport = now.Add(500 * time.Millisecond)
+		}
+	}
+	res.elapsed = time.Since(start)
+	runtime.ReadMemStats(&after)
+	fmt.Fprintf(out, "  %-10s %5.1fs  %6d requests  %9d samples  %9.0f samples/s  done\n", name, res.elapsed.Seconds(), res.requests, res.samples, float64(res.samples)/res.elapsed.Seconds())
+	res.mallocs, res.bytes = after.Mallocs-before.Mallocs, after.TotalAlloc-before.TotalAlloc
+	return res, nil
+}
+
+// countStored counts every sample and exemplar in db.
+func countStored(ctx context.Context, db *tsdb.DB) (samples, exemplars int, err error) {
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer q.Close()
+	all := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")
+	ss := q.Select(ctx, false, nil, all)
+	var it chunkenc.Iterator
+	for ss.Next() {
+		it = ss.At().Iterator(it)
+		for it.Next() != chunkenc.ValNone {
+			samples++
+		}
+		if err := it.Err(); err != nil {
+			return 0, 0, err
+		}
+	}
+	if err := ss.Err(); err != nil {
+		return 0, 0, err
+	}
+	eq, err := db.ExemplarQuerier(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	res, err := eq.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{all})
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, r := range res {
+		exemplars += len(r.Exemplars)
+	}
+	return samples, exemplars, nil
+}
+
+// printTable prints the comparison.
+func printTable(out io.Writer, rs ...phaseResult) {
+	fmt.Fprintln(out, "\nSame requests, same Prometheus remote-write client, identical TSDBs (allocations are the whole process's: client, HTTP and receiver):")
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "receiver\trequests\tpartial (400)\tsamples\texemplars\tseries\tseconds\tsamples/s\tallocs/sample\tbytes/sample\t")
+	for _, r := range rs {
+		n := float64(max(r.samples, 1))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.0f\t%.2f\t%.0f\t\n", r.name, r.requests, r.rejected, r.samples, r.exemplars, r.series,
+			r.elapsed.Seconds(), float64(r.samples)/r.elapsed.Seconds(), float64(r.mallocs)/n, float64(r.bytes)/n)
+	}
+	_ = tw.Flush()
+}

@@ -1,0 +1,38 @@
+// Command receiver is a Prometheus remote-write receiver built from
+// ingestkit's blocks over an embedded Prometheus TSDB. It accepts remote
+// write 1.0 and 2.0 on /api/v1/write and answers as Prometheus's own
+// receiver does (see [Receiver]); it serves its metrics on /metrics and what
+// landed on /api/v1/series_count.
+//
+// Its -demo mode starts the receiver on loopback, drives it for a few
+// seconds with Prometheus's own remote-write client, replaying the
+// requests captured under testdata/remote-write and a synthetic workload of
+// typical series in both protocol versions, then sends the same requests
+// to Prometheus's remote.NewWriteHandler over an identical TSDB and prints
+// both side by side:
+//
+//	go run ./examples/receiver -demo
+//
+// Without -demo it serves until interrupted:
+//
+//	go run ./examples/receiver -listen 127.0.0.1:9201 -data-dir /tmp/tsdb \
+//		-peers r1:10901,r2:10901,r3:10901 -replication-factor 2
+//
+// With -peers it reports, per endpoint, the series that a Thanos receive
+// hashring of those endpoints would place there; it does not forward them:
+// scale-out belongs to Thanos, Cortex or Mimir, which embed these blocks.
+//
+// Concurrency: a [Receiver] serves any number of requests at once; each
+// takes a pooled worker (decoder, appender, error list) for its duration,
+// and shares the body reader's buffer pool, the ref cache, the tracker,
+// the interner and the TSDB with the others. Allocations: in the steady
+// state (series the receiver has appended to before), serving a 1.0
+// request of float samples makes 5 allocations, the TSDB's commit
+// included, whatever its size: none per series or sample
+// (TestAllocsPerRequest). New series, histograms and exemplars, which the
+// TSDB keeps, and the TSDB's new chunks come on top.
+//
+// BenchmarkReceive compares the receiver with Prometheus's handler on the
+// same request bytes; TestDifferential checks that they answer alike and
+// write the same data.
+package main

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/golang/snappy"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/prompb"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+	"github.com/prometheus/prometheus/tsdb"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+)
+
+// testSeries is a series to send in a test: float samples, histogram
+// samples (integer or float) and exemplars.
+type testSeries struct {
+	ls        labels.Labels
+	floats    []prompb.Sample // Timestamp, Value
+	hists     []*histogram.Histogram
+	fhists    []*histogram.FloatHistogram
+	histTs    []int64 // timestamps of hists, then of fhists
+	exemplars []exemplar.Exemplar
+}
+
+// encodeV1 marshals series as a remote-write 1.0 request, uncompressed.
+func encodeV1(tb testing.TB, series []testSeries) []byte {
+	tb.Helper()
+	req := &prompb.WriteRequest{}
+	for _, s := range series {
+		var ts prompb.TimeSeries
+		s.ls.Range(func(l labels.Label) { ts.Labels = append(ts.Labels, prompb.Label{Name: l.Name, Value: l.Value}) })
+		ts.Samples = s.floats
+		for i, h := range s.hists {
+			ts.Histograms = append(ts.Histograms, prompb.FromIntHistogram(s.histTs[i], h))
+		}
+		for i, h := range s.fhists {
+			ts.Histograms = append(ts.Histograms, prompb.FromFloatHistogram(s.histTs[len(s.hists)+i], h))
+		}
+		for _, e := range s.exemplars {
+			pe := prompb.Exemplar{Value: e.Value, Timestamp: e.Ts}
+			e.Labels.Range(func(l labels.Label) { pe.Labels = append(pe.Labels, prompb.Label{Name: l.Name, Value: l.Value}) })
+			ts.Exemplars = append(ts.Exemplars, pe)
+		}
+		req.Timeseries = append(req.Timeseries, ts)
+	}
+	b, err := req.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// encodeV2 marshals series as a remote-write 2.0 request, uncompressed.
+func encodeV2(tb testing.TB, series []testSeries) []byte {
+	tb.Helper()
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{}
+	for _, s := range series {
+		ts := writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(s.ls, nil)}
+		for _, f := range s.floats {
+			ts.Samples = append(ts.Samples, writev2.Sample{Value: f.Value, Timestamp: f.Timestamp})
+		}
+		for i, h := range s.hists {
+			ts.Histograms = append(ts.Histograms, writev2.FromIntHistogram(0, s.histTs[i], h))
+		}
+		for i, h := range s.fhists {
+			ts.Histograms = append(ts.Histograms, writev2.FromFloatHistogram(0, s.histTs[len(s.hists)+i], h))
+		}
+		for _, e := range s.exemplars {
+			ts.Exemplars = append(ts.Exemplars, writev2.Exemplar{LabelsRefs: st.SymbolizeLabels(e.Labels, nil), Value: e.Value, Timestamp: e.Ts})
+		}
+		ts.Metadata = writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: st.Symbolize("a test series")}
+		req.Timeseries = append(req.Timeseries, ts)
+	}
+	req.Symbols = st.Symbols()
+	b, err := req.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// compress snappy-compresses a request body as Prometheus's client does.
+func compress(b []byte) []byte { return snappy.Encode(nil, b) }
+
+// dumpDB returns everything db holds, one line per series with its samples,
+// and one per exemplar, sorted, for comparing two TSDBs.
+func dumpDB(tb testing.TB, db *tsdb.DB) string {
+	tb.Helper()
+	ctx := context.Background()
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer q.Close()
+	all := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".*")
+	ss := q.Select(ctx, true, nil, all)
+	var lines []string
+	var it chunkenc.Iterator
+	for ss.Next() {
+		s := ss.At()
+		var b strings.Builder
+		b.WriteString(s.Labels().String())
+		it = s.Iterator(it)
+		for typ := it.Next(); typ != chunkenc.ValNone; typ = it.Next() {
+			switch typ {
+			case chunkenc.ValFloat:
+				t, v := it.At()
+				fmt.Fprintf(&b, " %d:%g", t, v)
+			case chunkenc.ValHistogram:
+				t, h := it.AtHistogram(nil)
+				h.CounterResetHint = histogram.UnknownCounterReset
+				fmt.Fprintf(&b, " %d:%s", t, h.String())
+			case chunkenc.ValFloatHistogram:
+				t, h := it.AtFloatHistogram(nil)
+				h.CounterResetHint = histogram.UnknownCounterReset
+				fmt.Fprintf(&b, " %d:%s", t, h.String())
+			}
+		}
+		if err := it.Err(); err != nil {
+			tb.Fatal(err)
+		}
+		lines = append(lines, b.String())
+	}
+	if err := ss.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	eq, err := db.ExemplarQuerier(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := eq.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{all})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, r := range res {
+		for _, e := range r.Exemplars {
+			lines = append(lines, fmt.Sprintf("exemplar %s %s %g %d", r.SeriesLabels, e.Labels, e.Value, e.Ts))
+		}
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}

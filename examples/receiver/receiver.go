@@ -1,0 +1,726 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	promlabels "github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/timestamp"
+	"github.com/prometheus/prometheus/storage"
+
+	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/labels"
+)
+
+// maxAheadTime is how far in the future a sample or exemplar may be, as in
+// Prometheus's write handler (storage/remote/write_handler.go).
+const maxAheadTime = 10 * time.Minute
+
+// maxReportedErrors bounds the errors a 400 response lists. Prometheus's
+// handler lists every rejected sample with its series' labels, so that a
+// 32 MiB request of out-of-order samples makes a response (and a string in
+// memory) of hundreds of MiB; the receiver lists the first ones and counts
+// the rest.
+const maxReportedErrors = 16
+
+// maxPooledRequest is the largest decoded request after which a worker
+// goes back to the pool. A Decoder keeps the memory of the largest request
+// it has decoded, up to some 6 times its size for a series of many short
+// labels (48 bytes a label), so a worker that served a larger request is
+// left to the garbage collector. Prometheus's sender, at its default of
+// 2000 samples a request, sends requests of 0.2 to 0.5 MiB
+// (testdata/remote-write).
+const maxPooledRequest = 4 << 20
+
+// Content types of the two protocols, as Prometheus's client sends them
+// (storage/remote/client.go); anything else goes through
+// remoteapi.ParseProtoMsg, which gives the same result for these.
+const (
+	contentTypeV1 = "application/x-protobuf"
+	contentTypeV2 = "application/x-protobuf;proto=io.prometheus.write.v2.Request"
+)
+
+// The response headers of remote write 2.0 (client_golang/exp/api/remote).
+const (
+	headerSamplesWritten    = "X-Prometheus-Remote-Write-Samples-Written"
+	headerHistogramsWritten = "X-Prometheus-Remote-Write-Histograms-Written"
+	headerExemplarsWritten  = "X-Prometheus-Remote-Write-Exemplars-Written"
+)
+
+// errTooFarInFuture is what Prometheus's time-limit appender returns for a
+// sample or exemplar more than maxAheadTime ahead of the receiver's clock.
+var errTooFarInFuture = fmt.Errorf("%w: timestamp is too far in the future", storage.ErrOutOfBounds)
+
+// Errors of the receiver's optional label limits ([Options]).
+var (
+	// errTooManyLabels is reported for a series with more labels than
+	// Options.MaxLabelsPerSeries.
+	errTooManyLabels = errors.New("receiver: series has more labels than the limit")
+	// errLabelTooLong is reported for a label name or value longer than
+	// Options.MaxLabelNameLength or Options.MaxLabelValueLength.
+	errLabelTooLong = errors.New("receiver: label name or value longer than the limit")
+)
+
+// Options are the settings of a [Receiver]. The zero value of each field
+// means its documented default, which is what Prometheus's own receiver
+// does.
+type Options struct {
+	// MaxBodySize is the largest request body, still compressed; larger
+	// ones are answered 413. Zero means 32 MiB, Prometheus's limit.
+	MaxBodySize int64
+	// MaxDecodedSize is the largest snappy-decoded body; larger ones are
+	// answered 400, as Prometheus does. Zero means 32 MiB, Prometheus's
+	// limit.
+	MaxDecodedSize int64
+
+	// MaxLabelsPerSeries, MaxLabelNameLength and MaxLabelValueLength
+	// reject, with a 400 that names the series, a series with more labels
+	// or a longer label name or value; the other series of the request are
+	// written (a partial write, in both protocol versions). Zero means no
+	// limit, as in Prometheus, whose receiver accepts a 10 MiB label value
+	// or 100k labels if the body fits its 32 MiB.
+	MaxLabelsPerSeries  int
+	MaxLabelNameLength  int
+	MaxLabelValueLength int
+
+	// Ring, if not nil, is asked for the owners of every series, which
+	// [Stats] counts per endpoint. The receiver does not forward anything:
+	// it reports where a Thanos receive hashring of these endpoints would
+	// route each series.
+	Ring *ingest.Ring
+	// Tenant is the tenant the ring hashes series with.
+	Tenant string
+
+	// Exemplars is where exemplars go. Nil means the TSDB's own circular
+	// exemplar storage, through storage.ExemplarAppenderV2, as in
+	// Prometheus.
+	Exemplars ExemplarAppender
+
+	// Logger receives one line per rejected request. Nil means none.
+	Logger *slog.Logger
+}
+
+// ExemplarAppender stores the exemplars of one series of a request: es is
+// sorted by timestamp (exemplar.Compare) and holds no exemplar too far in
+// the future; h is the series, resolved by a, the request's appender. It
+// returns what storage.ExemplarAppenderV2 returns: nil, a
+// *storage.AppendPartialError listing the exemplars it rejected, or another
+// error if it stored none.
+//
+// This is where the exemplar ring of package exemplars plugs in, in place
+// of [tsdbExemplars]. An ExemplarAppender is called by many requests at
+// once and must be safe for concurrent use by multiple goroutines.
+type ExemplarAppender interface {
+	AppendExemplars(a *ingest.Appender, h *ingest.Handle, es []exemplar.Exemplar) error
+}
+
+// tsdbExemplars is the TSDB's exemplar storage: the exemplars go into the
+// request's transaction through storage.ExemplarAppenderV2, as Prometheus's
+// handler puts them.
+type tsdbExemplars struct{}
+
+func (tsdbExemplars) AppendExemplars(a *ingest.Appender, h *ingest.Handle, es []exemplar.Exemplar) error {
+	return a.AppendExemplars(h, es)
+}
+
+// Receiver is an http.Handler for Prometheus remote write 1.0 and 2.0 over a
+// storage.AppendableV2 such as a tsdb.DB, built from ingestkit's blocks: an
+// [ingest.BodyReader] that reads and snappy-decodes each body into a pooled
+// buffer within limits, an [ingest.Decoder] that walks the protobuf in
+// place and hashes each series' labels in the same pass, an
+// [ingest.Appender] that finds series the TSDB holds in an [ingest.Cache] by
+// that hash, a [labels.Table] that interns the strings of new series (in
+// the slicelabels build), an [ingest.Tracker] of active series, and
+// optionally an [ingest.Ring] that reports owners.
+//
+// It answers every request as Prometheus's remote.NewWriteHandler does
+// (status, error kinds, 2.0 response headers, what is written), which
+// TestDifferential checks on the same inputs, except where its doc comment
+// says otherwise.
+//
+// A Receiver is safe for concurrent use by multiple goroutines.
+type Receiver struct {
+	db        storage.AppendableV2
+	body      *ingest.BodyReader
+	cache     *ingest.Cache
+	tracker   *ingest.Tracker
+	ring      *ingest.Ring
+	tenant    string
+	exemplars ExemplarAppender
+	logger    *slog.Logger
+	limits    bool // any label limit set
+	maxLabels int
+	maxName   int
+	maxValue  int
+
+	maxBody, maxDecoded int64 // for error messages
+
+	strings labels.Table
+	symbols *promlabels.SymbolTable // for the dedupelabels build; shared by all decoders
+
+	workers sync.Pool // of *worker
+
+	stats receiverCounters
+}
+
+// receiverCounters are the Receiver's running totals; all atomic.
+type receiverCounters struct {
+	requests, rejected                atomic.Int64
+	samples, histograms, exemplars    atomic.Int64
+	series, newSeries, invalidSamples atomic.Int64
+	owned                             []atomic.Int64 // per ring endpoint
+}
+
+// Stats are a Receiver's totals since it was made.
+type Stats struct {
+	Requests       int64 // requests answered
+	Rejected       int64 // of those, answered with an error status
+	Samples        int64 // float samples written
+	Histograms     int64 // native histogram samples written
+	Exemplars      int64 // exemplars written
+	Series         int64 // series received, counted once per request
+	NewSeries      int64 // series whose labels were built (not in the cache nor the TSDB)
+	InvalidSamples int64 // samples of series rejected for their labels
+	ActiveSeries   int   // series seen since the last Purge that could drop them
+	CachedSeries   int   // entries of the ref cache
+	// Owned counts the series of each ring endpoint, by address, once per
+	// request and replica; nil without a ring.
+	Owned map[string]int64
+}
+
+// NewReceiver returns a Receiver that writes to db.
+func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
+	tracker, err := ingest.NewTracker(ingest.TrackerOptions{})
+	if err != nil {
+		return nil, err
+	}
+	r := &Receiver{
+		db:        db,
+		body:      ingest.NewBodyReader(ingest.BodyOptions{MaxBodySize: opts.MaxBodySize, MaxDecodedSize: opts.MaxDecodedSize}),
+		cache:     ingest.NewCache(ingest.CacheOptions{}),
+		tracker:   tracker,
+		ring:      opts.Ring,
+		tenant:    opts.Tenant,
+		exemplars: opts.Exemplars,
+		logger:    opts.Logger,
+		maxLabels: opts.MaxLabelsPerSeries,
+		maxName:   opts.MaxLabelNameLength,
+		maxValue:  opts.MaxLabelValueLength,
+		symbols:   promlabels.NewSymbolTable(),
+	}
+	r.maxBody, r.maxDecoded = cmp.Or(opts.MaxBodySize, ingest.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, ingest.DefaultMaxDecodedSize)
+	r.limits = r.maxLabels > 0 || r.maxName > 0 || r.maxValue > 0
+	if r.exemplars == nil {
+		r.exemplars = tsdbExemplars{}
+	}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
+	}
+	if r.ring != nil {
+		r.stats.owned = make([]atomic.Int64, r.ring.Len())
+	}
+	r.workers.New = func() any { return r.newWorker() }
+	return r, nil
+}
+
+// Stats returns the Receiver's totals.
+func (r *Receiver) Stats() Stats {
+	var s Stats
+	r.UpdateStats(&s)
+	return s
+}
+
+// UpdateStats fills s with the Receiver's totals, reusing s.Owned.
+func (r *Receiver) UpdateStats(s *Stats) {
+	c := &r.stats
+	s.Requests, s.Rejected = c.requests.Load(), c.rejected.Load()
+	s.Samples, s.Histograms, s.Exemplars = c.samples.Load(), c.histograms.Load(), c.exemplars.Load()
+	s.Series, s.NewSeries, s.InvalidSamples = c.series.Load(), c.newSeries.Load(), c.invalidSamples.Load()
+	s.ActiveSeries = r.tracker.Active()
+	s.CachedSeries = r.cache.Len()
+	if r.ring != nil {
+		if s.Owned == nil {
+			s.Owned = make(map[string]int64, r.ring.Len())
+		}
+		for i := range c.owned {
+			s.Owned[r.ring.Endpoint(i).Address] = c.owned[i].Load()
+		}
+	}
+}
+
+// Purge forgets the series of the ref cache and the active-series tracker
+// not seen since keepFrom. The program calls it periodically.
+func (r *Receiver) Purge(keepFrom time.Time) (cache, active int) {
+	ms := keepFrom.UnixMilli()
+	return r.cache.Purge(ms), r.tracker.Purge(ms)
+}
+
+// ServeHTTP answers a remote-write request. The checks come in the order of
+// Prometheus's handler, whose snappy middleware runs before its method and
+// content-type checks: Content-Encoding (415), body size (413), body and
+// snappy block (400), method (405), Content-Type (415), then the request
+// itself.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.stats.requests.Add(1)
+	if enc := req.Header.Get("Content-Encoding"); enc != "" && enc != "snappy" {
+		r.fail(w, http.StatusUnsupportedMediaType, fmt.Errorf("%v encoding (compression) is not accepted by this server; only snappy is acceptable", enc))
+		return
+	}
+	buf, err := r.body.ReadRequest(req)
+	switch {
+	case errors.Is(err, ingest.ErrBodyTooLarge):
+		// Prometheus's words.
+		r.fail(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body exceeds the %v bytes limit", r.maxBody))
+		return
+	case errors.Is(err, ingest.ErrDecodedTooLarge):
+		r.fail(w, http.StatusBadRequest, fmt.Errorf("decoded size exceeds the %v bytes limit", r.maxDecoded))
+		return
+	case err != nil:
+		r.fail(w, http.StatusBadRequest, err)
+		return
+	}
+	defer r.body.Release(buf)
+
+	if req.Method != http.MethodPost {
+		r.fail(w, http.StatusMethodNotAllowed, errors.New("Method not allowed"))
+		return
+	}
+	msg, err := parseContentType(req.Header.Get("Content-Type"))
+	if err != nil {
+		r.fail(w, http.StatusUnsupportedMediaType, err)
+		return
+	}
+
+	wk := r.workers.Get().(*worker)
+	stats, code, err := wk.write(req.Context(), buf.B, msg)
+	if len(buf.B) <= maxPooledRequest {
+		r.workers.Put(wk)
+	}
+	if msg != remoteapi.WriteV1MessageType {
+		h := w.Header()
+		h.Set(headerSamplesWritten, strconv.Itoa(stats.Samples))
+		h.Set(headerHistogramsWritten, strconv.Itoa(stats.Histograms))
+		h.Set(headerExemplarsWritten, strconv.Itoa(stats.Exemplars))
+	}
+	if err != nil {
+		r.fail(w, code, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *Receiver) fail(w http.ResponseWriter, code int, err error) {
+	r.stats.rejected.Add(1)
+	r.logger.Warn("remote-write request rejected", "code", code, "err", err)
+	http.Error(w, err.Error(), code)
+}
+
+// parseContentType returns the message type of a Content-Type, as
+// remoteapi.ParseProtoMsg does (an empty one is 1.0), without its
+// allocations for the two that Prometheus's client sends.
+func parseContentType(ct string) (remoteapi.WriteMessageType, error) {
+	switch ct {
+	case "", contentTypeV1:
+		return remoteapi.WriteV1MessageType, nil
+	case contentTypeV2:
+		return remoteapi.WriteV2MessageType, nil
+	}
+	return remoteapi.ParseProtoMsg(ct)
+}
+
+// worker is the state one request at a time uses, pooled across requests so
+// that decoders and appenders keep their grown buffers.
+type worker struct {
+	r        *Receiver
+	dec      ingest.Decoder
+	app      *ingest.Appender
+	errs     errList
+	h        ingest.Handle // the current series'
+	replicas []int
+	owned    []int64 // per ring endpoint, for this request
+}
+
+func (r *Receiver) newWorker() *worker {
+	wk := &worker{r: r}
+	wk.dec.SetInterner(&r.strings)
+	wk.dec.SetSymbolTable(r.symbols)
+	if r.ring != nil {
+		wk.owned = make([]int64, r.ring.Len())
+	}
+	return wk
+}
+
+// errList collects the errors of a partial write, the first
+// maxReportedErrors of them.
+type errList struct {
+	errs []error
+	more int
+}
+
+// full reports whether the list holds maxReportedErrors and counts one more
+// error that will not be listed; the caller then skips formatting it.
+func (l *errList) full() bool {
+	if len(l.errs) < maxReportedErrors {
+		return false
+	}
+	l.more++
+	return true
+}
+
+func (l *errList) add(err error) {
+	if !l.full() {
+		l.errs = append(l.errs, err)
+	}
+}
+
+func (l *errList) len() int { return len(l.errs) + l.more }
+
+func (l *errList) err() error {
+	err := errors.Join(l.errs...)
+	if l.more > 0 {
+		err = fmt.Errorf("%w\n(and %d more errors)", err, l.more)
+	}
+	return err
+}
+
+func (l *errList) reset() {
+	clear(l.errs)
+	l.errs, l.more = l.errs[:0], 0
+}
+
+// requestCounts are what one request wrote and saw.
+type requestCounts struct {
+	remoteapi.WriteResponseStats
+	series, invalid int
+}
+
+// write decodes and appends one uncompressed request. It returns what was
+// written, and on failure the status to answer and the error, following the
+// rules of Prometheus's handler:
+//
+//   - 1.0 has no partial write: a sample the TSDB rejects fails the request
+//     (400 for out-of-order, out-of-bounds, duplicate, too old or an invalid
+//     histogram; 500 otherwise) and nothing is written. A series with
+//     invalid labels is skipped and the request succeeds. Exemplar errors
+//     are ignored.
+//   - 2.0 writes what is valid and answers 400 listing what was not:
+//     series with invalid labels or no samples, rejected samples and
+//     out-of-order exemplars; any other TSDB error is a 500 and nothing is
+//     written. The counts are of what was written.
+//   - A malformed body writes nothing and is a 400.
+//
+// Where it differs: a 2.0 series whose symbol references do not resolve
+// ends the request (the Decoder cannot go on past it); what came before is
+// written and the answer is 400, as Prometheus's, which also writes the
+// series after it. A series over a label limit is skipped with a 400 in
+// both versions (Prometheus has no such limits). Error lists are cut at
+// maxReportedErrors.
+func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMessageType) (remoteapi.WriteResponseStats, int, error) {
+	r := wk.r
+	d := &wk.dec
+	if err := d.Reset(body, msg); err != nil {
+		return remoteapi.WriteResponseStats{}, http.StatusBadRequest, err
+	}
+	defer d.Reset(nil, msg) // let go of the pooled buffer
+	if r.ring != nil {
+		d.SetTenant(r.tenant)
+		clear(wk.owned)
+	}
+	app := r.db.AppenderV2(ctx)
+	if _, ok := app.(storage.ExemplarAppenderV2); !ok {
+		_ = app.Rollback()
+		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, fmt.Errorf("remote write receiver requires a storage.ExemplarAppenderV2, got %T", app)
+	}
+	now := time.Now()
+	nowMs := now.UnixMilli()
+	if wk.app == nil {
+		wk.app = ingest.NewAppender(app, r.cache, nowMs)
+	} else {
+		wk.app.Reset(app, nowMs)
+	}
+	wk.errs.reset()
+	c, code, err, commit := wk.appendAll(timestamp.FromTime(now.Add(maxAheadTime)), nowMs, msg == remoteapi.WriteV2MessageType)
+	a := wk.app
+	if !commit {
+		_ = a.Rollback()
+		return remoteapi.WriteResponseStats{}, code, err
+	}
+	if cerr := a.Commit(); cerr != nil {
+		if msg == remoteapi.WriteV1MessageType {
+			return remoteapi.WriteResponseStats{}, v1Status(cerr), cerr
+		}
+		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, cerr
+	}
+	st := &r.stats
+	st.samples.Add(int64(c.Samples))
+	st.histograms.Add(int64(c.Histograms))
+	st.exemplars.Add(int64(c.Exemplars))
+	st.series.Add(int64(c.series))
+	st.newSeries.Add(int64(a.Stats().NewSeries))
+	st.invalidSamples.Add(int64(c.invalid))
+	for i, n := range wk.owned {
+		if n != 0 {
+			st.owned[i].Add(n)
+		}
+	}
+	return c.WriteResponseStats, code, err
+}
+
+// v1Status is the status Prometheus's 1.0 handler answers an append error
+// with.
+func v1Status(err error) int {
+	if isSampleRejection(err) || isHistogramValidationError(err) {
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
+}
+
+// isSampleRejection reports the errors for which Prometheus's handler
+// rejects a sample as a bad request.
+func isSampleRejection(err error) bool {
+	return errors.Is(err, storage.ErrOutOfOrderSample) ||
+		errors.Is(err, storage.ErrOutOfBounds) ||
+		errors.Is(err, storage.ErrDuplicateSampleForTimestamp) ||
+		errors.Is(err, storage.ErrTooOldSample)
+}
+
+func isHistogramValidationError(err error) bool {
+	var e histogram.Error
+	return errors.As(err, &e)
+}
+
+// appendAll appends every series of the request. For 1.0 an append error
+// ends it; for 2.0 only a 5xx does, and a 400 comes back with the error
+// list once every series is done. commit says whether what was appended is
+// to be committed (true for success and for partial writes).
+func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, code int, _ error, commit bool) {
+	r, d, a := wk.r, &wk.dec, wk.app
+	for d.Next() {
+		s := d.Series()
+		c.series++
+		samples, hists := s.Samples(), s.Histograms()
+		if r.limits {
+			if err := r.checkLimits(s); err != nil {
+				c.invalid += len(samples) + len(hists)
+				wk.errs.add(err)
+				continue
+			}
+		}
+		hits := a.Stats().CacheHits
+		// The handle lives in the worker: passed to the ExemplarAppender
+		// interface, a local would escape to the heap.
+		wk.h = a.Lookup(s)
+		h := &wk.h
+		if a.Stats().CacheHits == hits {
+			// Not a series the receiver has appended to before: validate
+			// its labels as Prometheus's handler does. A cached series
+			// passed this when it was first appended, and the cache confirms
+			// a hit by comparing every label.
+			if err := validateLabels(h.Labels()); err != nil {
+				c.invalid += len(samples) + len(hists)
+				if v2 && !wk.errs.full() {
+					wk.errs.add(err)
+				}
+				continue
+			}
+		}
+		if v2 && len(samples) == 0 && len(hists) == 0 {
+			if !wk.errs.full() {
+				wk.errs.add(fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", seriesString(h.Labels())))
+			}
+			continue
+		}
+
+		written := false
+		for _, smp := range samples {
+			err := errTooFarInFuture
+			if smp.Timestamp <= maxTime {
+				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
+			}
+			if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
+				c.Samples++
+				written = true
+				continue
+			}
+			if !v2 {
+				return c, v1Status(err), err, false
+			}
+			if !isSampleRejection(err) {
+				return c, http.StatusInternalServerError, err, false
+			}
+			if !wk.errs.full() {
+				wk.errs.add(fmt.Errorf("%w for series %v", err, seriesString(h.Labels())))
+			}
+		}
+		buckets := -1
+		for _, hs := range hists {
+			err := appendHistogram(a, h, maxTime, hs)
+			if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
+				c.Histograms++
+				written = true
+				if hs.H != nil {
+					buckets = len(hs.H.PositiveBuckets) + len(hs.H.NegativeBuckets)
+				} else {
+					buckets = len(hs.FH.PositiveBuckets) + len(hs.FH.NegativeBuckets)
+				}
+				continue
+			}
+			if !v2 {
+				return c, v1Status(err), err, false
+			}
+			if !isSampleRejection(err) && !isHistogramValidationError(err) {
+				return c, http.StatusInternalServerError, err, false
+			}
+			if !wk.errs.full() {
+				wk.errs.add(fmt.Errorf("%w for series %v", err, seriesString(h.Labels())))
+			}
+		}
+		if written {
+			if buckets >= 0 {
+				r.tracker.UpdateHistogram(h.Hash(), h.Labels(), buckets, nowMs)
+			} else {
+				r.tracker.Update(h.Hash(), h.Labels(), nowMs)
+			}
+		}
+		if r.ring != nil {
+			wk.replicas = r.ring.Replicas(s.TenantHash(), wk.replicas[:0])
+			for _, i := range wk.replicas {
+				wk.owned[i]++
+			}
+		}
+		if es := s.Exemplars(); len(es) > 0 {
+			c.Exemplars += wk.appendExemplars(h, es, maxTime, v2)
+		}
+	}
+	if err := d.Err(); err != nil {
+		if !v2 || !errors.Is(err, ingest.ErrSymbolRef) {
+			// Malformed: Prometheus's Unmarshal fails and nothing is written.
+			return c, http.StatusBadRequest, err, false
+		}
+		wk.errs.add(err)
+	}
+	if wk.errs.len() > 0 {
+		return c, http.StatusBadRequest, wk.errs.err(), true
+	}
+	return c, 0, nil, true
+}
+
+// appendHistogram appends one native histogram sample as Prometheus's
+// time-limit appender does: rejected if too far ahead, reduced to the
+// largest exponential schema if its schema is a reserved larger one.
+func appendHistogram(a *ingest.Appender, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample) error {
+	if hs.Timestamp > maxTime {
+		return errTooFarInFuture
+	}
+	if hs.H != nil && histogram.IsExponentialSchemaReserved(hs.H.Schema) && hs.H.Schema > histogram.ExponentialSchemaMax {
+		if err := hs.H.ReduceResolution(histogram.ExponentialSchemaMax); err != nil {
+			return err
+		}
+	}
+	if hs.FH != nil && histogram.IsExponentialSchemaReserved(hs.FH.Schema) && hs.FH.Schema > histogram.ExponentialSchemaMax {
+		if err := hs.FH.ReduceResolution(histogram.ExponentialSchemaMax); err != nil {
+			return err
+		}
+	}
+	return a.Append(h, hs.StartTimestamp, hs.Timestamp, 0, hs.H, hs.FH, storage.AOptions{})
+}
+
+// appendExemplars stores a series' exemplars and returns how many were
+// written, as Prometheus's handler counts them: sorted by timestamp, those
+// too far ahead dropped, the rest given to the ExemplarAppender; an
+// out-of-order exemplar is a bad request in 2.0, other errors only lose
+// the exemplars. es is the Decoder's, reordered in place.
+func (wk *worker) appendExemplars(h *ingest.Handle, es []exemplar.Exemplar, maxTime int64, v2 bool) int {
+	slices.SortFunc(es, exemplar.Compare)
+	// Sorted, so those too far ahead come last.
+	valid := len(es)
+	for valid > 0 && es[valid-1].Ts > maxTime {
+		valid--
+	}
+	failed := len(es) - valid
+	if valid == 0 {
+		return 0
+	}
+	err := wk.r.exemplars.AppendExemplars(wk.app, h, es[:valid])
+	if err == nil {
+		return len(es) - failed
+	}
+	pErr, ok := errors.AsType[*storage.AppendPartialError](err)
+	if !ok {
+		return 0 // Prometheus logs it and counts none; so does the receiver
+	}
+	for _, e := range pErr.ExemplarErrors {
+		if v2 && errors.Is(e.Err, storage.ErrOutOfOrderExemplar) && !wk.errs.full() {
+			wk.errs.add(fmt.Errorf("%w for series %v", e.Err, seriesString(h.Labels())))
+		}
+	}
+	return max(0, len(es)-failed-len(pErr.ExemplarErrors))
+}
+
+// validateLabels checks a new series' labels as Prometheus's handler does,
+// with its error messages.
+func validateLabels(ls promlabels.Labels) error {
+	if !ls.Has(model.MetricNameLabel) || !ls.IsValid(model.UTF8Validation) {
+		return fmt.Errorf("invalid metric name or labels, got %v", seriesString(ls))
+	}
+	if dup, has := ls.HasDuplicateLabelNames(); has {
+		return fmt.Errorf("invalid labels for series, labels %v, duplicated label %s", seriesString(ls), dup)
+	}
+	return nil
+}
+
+// maxErrorValue is the longest label value that error messages quote in
+// full.
+const maxErrorValue = 256
+
+// seriesString is ls.String(), what Prometheus's handler puts in its
+// errors, but with label values longer than maxErrorValue cut: a 10 MiB
+// label value would otherwise be quoted, copied and sent back once for
+// every sample of the series that is rejected.
+func seriesString(ls promlabels.Labels) string {
+	size := 0 // ByteSize differs between labels builds
+	ls.Range(func(l promlabels.Label) { size += len(l.Name) + len(l.Value) })
+	if size <= 4*maxErrorValue {
+		return ls.String()
+	}
+	b := promlabels.NewScratchBuilder(ls.Len())
+	ls.Range(func(l promlabels.Label) {
+		if len(l.Value) > maxErrorValue {
+			l.Value = l.Value[:maxErrorValue] + "...(" + strconv.Itoa(len(l.Value)) + " bytes)"
+		}
+		b.Add(l.Name, l.Value)
+	})
+	return b.Labels().String()
+}
+
+// checkLimits checks a series against the label limits without building
+// its labels.
+func (r *Receiver) checkLimits(s *ingest.Series) error {
+	n, long, tooLong := 0, "", false
+	s.RangeLabels(func(name, value string) {
+		n++
+		if !tooLong && (r.maxName > 0 && len(name) > r.maxName || r.maxValue > 0 && len(value) > r.maxValue) {
+			long, tooLong = name, true
+		}
+	})
+	if r.maxLabels > 0 && n > r.maxLabels {
+		return fmt.Errorf("%w: %d labels, limit %d", errTooManyLabels, n, r.maxLabels)
+	}
+	if tooLong {
+		return fmt.Errorf("%w: label %.64q (name limit %d, value limit %d)", errLabelTooLong, long, r.maxName, r.maxValue)
+	}
+	return nil
+}

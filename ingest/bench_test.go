@@ -65,11 +65,11 @@ func BenchmarkAppend(b *testing.B) {
 	for _, order := range []string{"same", "shuffled"} {
 		for _, impl := range []string{"prometheus", "getref", "ingestkit"} {
 			// The case keeps its name: series=100000/impl=...
-		name := fmt.Sprintf("series=%d/impl=%s", n, impl)
-		if order != "same" {
-			name = fmt.Sprintf("series=%d/order=%s/impl=%s", n, order, impl)
-		}
-		b.Run(name, func(b *testing.B) {
+			name := fmt.Sprintf("series=%d/impl=%s", n, impl)
+			if order != "same" {
+				name = fmt.Sprintf("series=%d/order=%s/impl=%s", n, order, impl)
+			}
+			b.Run(name, func(b *testing.B) {
 				head := newHead(b)
 				cache := NewCache(CacheOptions{})
 				ts := int64(0)

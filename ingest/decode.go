@@ -61,9 +61,11 @@ type Interner interface {
 // The zero value is ready to use. A Decoder is meant to be reused, one per
 // goroutine: once it has decoded requests of a given shape, decoding another
 // like them makes no allocation for float samples (see [Decoder.Next]). Its
-// memory is that of the largest request it has seen: for a 2.0 request, 24
-// bytes per symbol, which a hostile request of empty symbols (2 bytes each)
-// makes 12 times its size, so bound the size of the requests it is given.
+// memory is that of the largest request it has seen, up to
+// [MaxDecoderRetained] elements a buffer: a Reset after a larger one lets
+// go of that buffer, so that one hostile request (a 2.0 request of empty
+// symbols costs 24 bytes per 2-byte symbol while it is decoded) does not
+// stay in the memory of a pooled Decoder.
 // Under the purego build tag the views are copies, and the allocation counts
 // documented here do not hold. A Decoder must not be copied after first use
 // (go vet reports copies): a copy would share its reused buffers. It is not
@@ -130,9 +132,13 @@ func (d *Decoder) Reset(buf []byte, msg remoteapi.WriteMessageType) error {
 	d.msg = msg
 	d.err = nil
 	d.n = 0
-	clear(d.syms) // drop the views of the previous request
-	d.syms = d.syms[:0]
-	d.s.reset()
+	if cap(d.syms) > MaxDecoderRetained {
+		d.syms = nil
+	} else {
+		clear(d.syms) // drop the views of the previous request
+		d.syms = d.syms[:0]
+	}
+	d.s.trim()
 	switch msg {
 	case remoteapi.WriteV1MessageType:
 		d.v2 = false
@@ -287,6 +293,33 @@ type Series struct {
 
 	tenant     string // set by Decoder.SetTenant
 	withTenant bool
+}
+
+// MaxDecoderRetained is the most elements (symbols, labels, samples,
+// histograms or exemplars) that a [Decoder] keeps a buffer for from one
+// request to the next: 1.5 MiB of samples, 2.5 MiB of labels. Buffers that
+// grew larger are dropped at the next [Decoder.Reset] and grown again when
+// needed.
+const MaxDecoderRetained = 1 << 16
+
+// trim is reset between requests: it also lets go of buffers that grew past
+// MaxDecoderRetained.
+func (s *Series) trim() {
+	s.set.Trim(MaxDecoderRetained)
+	s.exSet.Trim(MaxDecoderRetained)
+	if cap(s.samples) > MaxDecoderRetained {
+		s.samples = nil
+	}
+	if cap(s.hists) > MaxDecoderRetained {
+		s.hists = nil
+	}
+	if cap(s.rawEx) > MaxDecoderRetained {
+		s.rawEx = nil
+	}
+	if cap(s.ex) > MaxDecoderRetained {
+		s.ex = nil
+	}
+	s.reset()
 }
 
 // reset makes s ready for the next series. It drops the references the

@@ -78,6 +78,18 @@ func (b *Set) Reset() {
 	b.unsorted = false
 }
 
+// Trim lets go of the Set's buffers if its largest series had more than
+// maxPairs pairs, so that one huge series does not stay in the memory of a
+// Set that is reused for small ones. It resets the Set.
+func (b *Set) Trim(maxPairs int) {
+	b.Reset()
+	if cap(b.pairs) > maxPairs {
+		b.pairs = nil
+		b.sb = labels.ScratchBuilder{}
+		b.sbReady = false
+	}
+}
+
 // ResetTenant is [Set.Reset] that also starts computing
 // [Set.TenantHash] for tenant.
 func (b *Set) ResetTenant(tenant string) {

@@ -49,6 +49,14 @@ func (h *Handle) Labels() labels.Labels { return h.lset }
 // Hash returns the hash of the series' labels.
 func (h *Handle) Hash() uint64 { return h.hash }
 
+// Cached reports whether the series is in the [Cache]: found there by the
+// lookup that made h, or stored since by an append through h. A caller
+// that validates the labels of series it has not appended to before (as
+// Prometheus's write handler validates every series) can skip a series
+// whose handle is cached right after the lookup: it passed when it was
+// first appended, and the cache confirmed every label.
+func (h *Handle) Cached() bool { return h.entry != nil }
+
 // AppenderStats counts how an appender resolved series.
 type AppenderStats struct {
 	CacheHits   int // found in the cache

@@ -270,3 +270,32 @@ func TestAppenderAllocs(t *testing.T) {
 		t.Errorf("Lookup+Append of a cached series: AllocsPerRun = %v, want at most the head's own %v", got, base)
 	}
 }
+
+func TestHandleCached(t *testing.T) {
+	head := newHead(t)
+	cache := NewCache(CacheOptions{})
+	s := newPairSeries(labels.FromStrings("__name__", "up", "job", "api"))
+	for i, want := range []struct{ beforeAppend, afterAppend bool }{{false, true}, {true, true}} {
+		ts := int64(1000 * (i + 1))
+		a := NewAppender(head.AppenderV2(context.Background()), cache, ts)
+		h := a.Lookup(s)
+		if got := h.Cached(); got != want.beforeAppend {
+			t.Fatalf("round %d: Cached() after Lookup = %v, want %v", i, got, want.beforeAppend)
+		}
+		if err := a.Append(&h, 0, ts, 1, nil, nil, storage.AOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.Cached(); got != want.afterAppend {
+			t.Fatalf("round %d: Cached() after Append = %v, want %v", i, got, want.afterAppend)
+		}
+		if err := a.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache.Purge(10_000)
+	a := NewAppender(head.AppenderV2(context.Background()), cache, 10_000)
+	if h := a.Lookup(s); h.Cached() {
+		t.Fatalf("Cached() after the entry was purged = true")
+	}
+	_ = a.Rollback()
+}

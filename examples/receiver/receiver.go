@@ -519,12 +519,11 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 				continue
 			}
 		}
-		hits := a.Stats().CacheHits
 		// The handle lives in the worker: passed to the ExemplarAppender
 		// interface, a local would escape to the heap.
 		wk.h = a.Lookup(s)
 		h := &wk.h
-		if a.Stats().CacheHits == hits {
+		if !h.Cached() {
 			// Not a series the receiver has appended to before: validate
 			// its labels as Prometheus's handler does. A cached series
 			// passed this when it was first appended, and the cache confirms

@@ -105,13 +105,9 @@ func (r *Ring) upper(o *order, ts int64) int {
 	return lo - o.lo
 }
 
-// orderRemove takes slot pos out of the order of its series s, and drops
-// the order when the series has become short. Called with mu held for
-// writing, before the slot is emptied.
-func (r *Ring) orderRemove(s *seriesEntry, pos int32) {
-	o := s.order
-	ts := r.slots[pos].ts
-	// The first slot at ts, then along the run of equal timestamps.
+// lower returns the number of slots of o whose timestamps are before ts.
+// Called with mu held.
+func (r *Ring) lower(o *order, ts int64) int {
 	lo, hi := o.lo, o.hi
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -121,10 +117,20 @@ func (r *Ring) orderRemove(s *seriesEntry, pos int32) {
 			hi = m
 		}
 	}
-	for o.buf[lo] != pos {
-		lo++
+	return lo - o.lo
+}
+
+// orderRemove takes slot pos out of the order of its series s, and drops
+// the order when the series has become short. Called with mu held for
+// writing, before the slot is emptied.
+func (r *Ring) orderRemove(s *seriesEntry, pos int32) {
+	o := s.order
+	// The first slot at its timestamp, then along the run of equal ones.
+	i := r.lower(o, r.slots[pos].ts)
+	for o.at(i) != pos {
+		i++
 	}
-	o.remove(lo - o.lo)
+	o.remove(i)
 	if o.len() < minOrder {
 		r.dropOrder(s)
 	}

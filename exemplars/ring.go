@@ -62,7 +62,7 @@ type Options struct {
 // reading while it calls its function, as Prometheus's does. A Ring must
 // not be copied.
 type Ring struct {
-	mu sync.RWMutex
+	mu sync.Mutex
 
 	// slots is the ring, in ingestion order from next: first the empty
 	// slots, then the exemplars from the oldest ingested to the newest.
@@ -84,6 +84,8 @@ type Ring struct {
 
 	appended   uint64 // exemplars added; guarded by mu
 	outOfOrder uint64 // adds rejected as out of order; guarded by mu
+
+	candidates sync.Pool // of *[]candidate, Select's scratch
 }
 
 // slot is one exemplar of the ring, threaded on its series' list, which is
@@ -105,6 +107,7 @@ type seriesEntry struct {
 	oldest int32  // the first slot of the list (in time), none for an unused entry
 	newest int32  // the last slot of the list
 	chain  uint32 // the next series with the same hash, or the next unused entry
+	n      int32  // the length of the list
 	order  *order // nil, or the series' slots in list order
 }
 
@@ -222,9 +225,9 @@ func (r *Ring) ValidateExemplar(lset labels.Labels, e exemplar.Exemplar) error {
 // the ring's read lock and makes no allocation, except for the error of
 // repeated label names.
 func (r *Ring) ValidateExemplarHash(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
-	r.mu.RLock()
+	r.mu.Lock()
 	err := r.validate(r.lookup(hash, lset), e, false)
-	r.mu.RUnlock()
+	r.mu.Unlock()
 	return err
 }
 
@@ -275,12 +278,10 @@ func (r *Ring) validate(id uint32, e exemplar.Exemplar, appended bool) error {
 // string has no more characters than bytes, so only label sets of more
 // bytes than that are counted by character.
 func labelsShortEnough(ls labels.Labels) bool {
-	n := 0
-	ls.Range(func(l labels.Label) { n += len(l.Name) + len(l.Value) })
-	if n <= exemplar.ExemplarMaxLabelSetLength {
+	if byteSize(ls) <= exemplar.ExemplarMaxLabelSetLength {
 		return true
 	}
-	n = 0
+	n := 0
 	ls.Range(func(l labels.Label) { n += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value) })
 	return n <= exemplar.ExemplarMaxLabelSetLength
 }
@@ -336,6 +337,7 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	sl := &r.slots[pos]
 	*sl = slot{labels: e.Labels, value: e.Value, ts: e.Ts, series: id, hasTs: e.HasTs}
 	s := &r.series[id]
+	s.n++
 	switch {
 	case !exists:
 		s.oldest, s.newest = pos, pos
@@ -427,6 +429,7 @@ func (r *Ring) unlink(pos int32) bool {
 		s.newest = sl.prev
 	}
 	sl.series = 0
+	s.n--
 	return s.oldest == none && s.newest == none
 }
 
@@ -476,36 +479,43 @@ func (r *Ring) removeSeries(id uint32) {
 // as Prometheus's Select. It returns a non-nil empty slice when nothing
 // matches, and never fails.
 //
-// Select takes the read lock twice: first to list the series whose
-// exemplars overlap [start, end], then, after evaluating the matchers
-// without the lock, to copy the exemplars of the selected series that are
-// still there. A series added in between is not seen; one dropped is left
-// out. The results' Exemplars share one array (each capped at its own
-// length); SeriesLabels and exemplar labels are the ring's, by reference.
+// Select holds the ring's lock three times, each for one pass over what
+// it reads: to list the series, then, after evaluating the matchers
+// without the lock, to count the exemplars in [start, end] of those
+// selected, and, after allocating their room, to copy them. It sorts and
+// builds its result without the lock. A series added meanwhile is not
+// seen, and one dropped is left out. The results' Exemplars share one
+// array, each capped at its own length; SeriesLabels and exemplar labels
+// are the ring's, by reference. Select allocates that array, the result
+// slice, and nothing per series.
 func (r *Ring) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
 	ret := make([]exemplar.QueryResult, 0)
 	if len(matchers) == 0 {
 		return ret, nil
 	}
-
-	type candidate struct {
-		lset labels.Labels
-		id   uint32
+	cp, _ := r.candidates.Get().(*[]candidate)
+	if cp == nil {
+		cp = new([]candidate)
 	}
-	var cands []candidate
-	r.mu.RLock()
+	cands := (*cp)[:0]
+	defer func() {
+		clear(cands) // drop the label references
+		*cp = cands[:0]
+		r.candidates.Put(cp)
+	}()
+
+	r.mu.Lock()
 	if len(r.slots) == 0 {
-		r.mu.RUnlock()
+		r.mu.Unlock()
 		return ret, nil
 	}
+	cands = slices.Grow(cands, r.nseries)
 	for id := 1; id < len(r.series); id++ {
-		s := &r.series[id]
-		if s.oldest == none || r.slots[s.oldest].ts > end || r.slots[s.newest].ts < start {
-			continue
+		if s := &r.series[id]; s.oldest != none {
+			cands = append(cands, candidate{lset: s.lset, id: uint32(id)})
 		}
-		cands = append(cands, candidate{s.lset, uint32(id)})
 	}
-	r.mu.RUnlock()
+	r.mu.Unlock()
 
 	n := 0
 	for _, c := range cands {
@@ -514,29 +524,52 @@ func (r *Ring) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exempl
 			n++
 		}
 	}
+	clear(cands[n:])
 	cands = cands[:n]
 	if n == 0 {
 		return ret, nil
 	}
 
-	var exs []exemplar.Exemplar
-	ends := make([]int, len(cands))
-	r.mu.RLock()
-	for i, c := range cands {
-		s := &r.series[c.id]
-		if s.oldest != none && labels.Equal(s.lset, c.lset) {
+	total, selected := 0, 0
+	r.mu.Lock()
+	for i := range cands {
+		c := &cands[i]
+		if s := &r.series[c.id]; s.oldest != none && labels.Equal(s.lset, c.lset) {
+			c.n = r.count(s, start, end)
+		}
+		if c.n > 0 {
+			total += c.n
+			selected++
+		}
+	}
+	r.mu.Unlock()
+	if total == 0 {
+		return ret, nil
+	}
+
+	exs := make([]exemplar.Exemplar, 0, total)
+	r.mu.Lock()
+	for i := range cands {
+		c := &cands[i]
+		if c.n == 0 {
+			continue
+		}
+		from := len(exs)
+		if s := &r.series[c.id]; s.oldest != none && labels.Equal(s.lset, c.lset) {
 			exs = r.appendRange(exs, s, start, end)
 		}
-		ends[i] = len(exs)
+		c.n = len(exs) - from
 	}
-	r.mu.RUnlock()
+	r.mu.Unlock()
 
+	ret = slices.Grow(ret, selected)
 	from := 0
-	for i, c := range cands {
-		if ends[i] > from {
-			ret = append(ret, exemplar.QueryResult{SeriesLabels: c.lset, Exemplars: exs[from:ends[i]:ends[i]]})
+	for _, c := range cands {
+		if c.n > 0 {
+			to := from + c.n
+			ret = append(ret, exemplar.QueryResult{SeriesLabels: c.lset, Exemplars: exs[from:to:to]})
+			from = to
 		}
-		from = ends[i]
 	}
 	slices.SortFunc(ret, func(a, b exemplar.QueryResult) int {
 		return labels.Compare(a.SeriesLabels, b.SeriesLabels)
@@ -544,11 +577,46 @@ func (r *Ring) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exempl
 	return ret, nil
 }
 
+// candidate is a series that Select considers, and then the number of its
+// exemplars it selects.
+type candidate struct {
+	lset labels.Labels
+	id   uint32
+	n    int
+}
+
+// count returns the number of exemplars of s from start to end. Called
+// with mu held.
+func (r *Ring) count(s *seriesEntry, start, end int64) int {
+	first, last := r.slots[s.oldest].ts, r.slots[s.newest].ts
+	switch {
+	case first > end || last < start || start > end:
+		return 0
+	case start <= first && last <= end:
+		return int(s.n)
+	case s.order != nil:
+		return r.upper(s.order, end) - r.lower(s.order, start)
+	}
+	n := 0
+	if end >= last {
+		for i := s.newest; i != none && r.slots[i].ts >= start; i = r.slots[i].prev {
+			n++
+		}
+		return n
+	}
+	for i := s.oldest; i != none && r.slots[i].ts <= end; i = r.slots[i].next {
+		if r.slots[i].ts >= start {
+			n++
+		}
+	}
+	return n
+}
+
 // appendRange appends to dst the exemplars of s from start to end in list
 // order, walking from whichever end of the list the range is at. Called
 // with mu held.
 func (r *Ring) appendRange(dst []exemplar.Exemplar, s *seriesEntry, start, end int64) []exemplar.Exemplar {
-	if end >= r.slots[s.newest].ts {
+	if start > r.slots[s.oldest].ts && end >= r.slots[s.newest].ts {
 		n := len(dst)
 		for i := s.newest; i != none && r.slots[i].ts >= start; i = r.slots[i].prev {
 			dst = append(dst, r.slots[i].exemplar())
@@ -584,8 +652,8 @@ outer:
 // returns, as Prometheus's IterateExemplars. It holds the ring's read lock
 // throughout, so f must not call the ring's adding or resizing methods.
 func (r *Ring) IterateExemplars(f func(seriesLabels labels.Labels, e exemplar.Exemplar) error) error {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	n := len(r.slots)
 	if r.live == 0 {
 		return nil
@@ -797,8 +865,8 @@ func (r *Ring) Stats() Stats {
 // UpdateStats sets *s to the ring's counts, read together under the read
 // lock. It makes no allocation.
 func (r *Ring) UpdateStats(s *Stats) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	*s = Stats{
 		Appended:   r.appended,
 		OutOfOrder: r.outOfOrder,

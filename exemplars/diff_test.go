@@ -143,7 +143,11 @@ func (u upstreamStorage) metrics(t testing.TB) map[string]float64 {
 // sequence of steps drawn from src, and fails at the first step after
 // which an error, a Resize result, a Select result, the IterateExemplars
 // order or a count differs.
-func runDifferential(t testing.TB, src source, steps int) {
+//
+// hashOf, if not nil, gives the hash the ring is given for a series, through
+// AddExemplarHash and ValidateExemplarHash; nil uses AddExemplar and
+// ValidateExemplar.
+func runDifferential(t testing.TB, src source, steps int, hashOf func(labels.Labels) uint64) {
 	t.Helper()
 	shape := pickShape(src)
 	up := newUpstream(t, shape.size, shape.window)
@@ -204,14 +208,26 @@ func runDifferential(t testing.TB, src source, steps int) {
 				}
 			}
 			if src.intn(8) == 0 {
-				got, want := ring.ValidateExemplar(series, e), up.ValidateExemplar(series, e)
+				var got error
+				if hashOf != nil {
+					got = ring.ValidateExemplarHash(hashOf(series), series, e)
+				} else {
+					got = ring.ValidateExemplar(series, e)
+				}
+				want := up.ValidateExemplar(series, e)
 				log = append(log, step{"ValidateExemplar(%s, %+v) = %v", []any{series, e, want}})
 				if !sameError(got, want) {
 					fail("ValidateExemplar(%s, %+v) = %v, want %v", series, e, got, want)
 				}
 				break
 			}
-			got, want := ring.AddExemplar(series, e), up.AddExemplar(series, e)
+			var got error
+			if hashOf != nil {
+				got = ring.AddExemplarHash(hashOf(series), series, e)
+			} else {
+				got = ring.AddExemplar(series, e)
+			}
+			want := up.AddExemplar(series, e)
 			log = append(log, step{"AddExemplar(%s, %+v) = %v", []any{series, e, want}})
 			if !sameError(got, want) {
 				fail("AddExemplar(%s, %+v) = %v, want %v", series, e, got, want)
@@ -401,7 +417,7 @@ func TestDifferential(t *testing.T) {
 	}
 	for seed := range uint64(sequences) {
 		src := randSource{rand.New(rand.NewPCG(seed, 0x5eed))}
-		runDifferential(t, src, steps)
+		runDifferential(t, src, steps, nil)
 		if t.Failed() {
 			t.Fatalf("seed %d", seed)
 		}
@@ -419,7 +435,7 @@ func TestDifferentialLongSeries(t *testing.T) {
 	for seed := range uint64(sequences) {
 		r := rand.New(rand.NewPCG(seed, 0x10c))
 		src := &longSeriesSource{r: r}
-		runDifferential(t, src, 4000)
+		runDifferential(t, src, 4000, nil)
 	}
 }
 
@@ -448,6 +464,25 @@ func (s *longSeriesSource) intn(n int) int {
 	return s.r.IntN(n)
 }
 
+// TestDifferentialCollidingHashes gives the ring hashes that collide, all
+// of them or half, through AddExemplarHash, and requires the same results
+// as Prometheus's storage, keyed by the labels themselves: series whose
+// hashes collide are told apart by their labels, and dropping one from
+// the middle of a chain of collisions keeps the others.
+func TestDifferentialCollidingHashes(t *testing.T) {
+	for name, hashOf := range map[string]func(labels.Labels) uint64{
+		"all-equal": func(labels.Labels) uint64 { return 42 },
+		"two-ways":  func(l labels.Labels) uint64 { return l.Hash() % 2 },
+		"real":      func(l labels.Labels) uint64 { return l.Hash() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			for seed := range uint64(60) {
+				runDifferential(t, randSource{rand.New(rand.NewPCG(seed, 0xc011))}, 400, hashOf)
+			}
+		})
+	}
+}
+
 // FuzzDifferential is TestDifferential driven by the fuzzer's bytes.
 func FuzzDifferential(f *testing.F) {
 	for seed := range uint64(8) {
@@ -459,6 +494,6 @@ func FuzzDifferential(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		runDifferential(t, &byteSource{b: b}, 300)
+		runDifferential(t, &byteSource{b: b}, 300, nil)
 	})
 }

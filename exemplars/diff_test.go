@@ -409,7 +409,7 @@ func compareMetrics(t testing.TB, ring *Ring, up upstreamStorage, resized bool, 
 // every step. -exemplars.long runs it for a few minutes.
 func TestDifferential(t *testing.T) {
 	sequences, steps := 300, 600
-	if testing.Short() {
+	if testing.Short() || raceEnabled {
 		sequences = 50
 	}
 	if *long {
@@ -429,6 +429,9 @@ func TestDifferential(t *testing.T) {
 // drop the orders that replace the walk of their lists.
 func TestDifferentialLongSeries(t *testing.T) {
 	sequences := 20
+	if raceEnabled {
+		sequences = 4
+	}
 	if *long {
 		sequences = 500
 	}
@@ -476,7 +479,11 @@ func TestDifferentialCollidingHashes(t *testing.T) {
 		"real":      func(l labels.Labels) uint64 { return l.Hash() },
 	} {
 		t.Run(name, func(t *testing.T) {
-			for seed := range uint64(60) {
+			seeds := uint64(60)
+			if raceEnabled {
+				seeds = 10
+			}
+			for seed := range seeds {
 				runDifferential(t, randSource{rand.New(rand.NewPCG(seed, 0xc011))}, 400, hashOf)
 			}
 		})

@@ -104,15 +104,15 @@ type slot struct {
 type seriesEntry struct {
 	lset   labels.Labels // as first added; the zero value for an unused entry
 	hash   uint64
-	oldest int32  // the first slot of the list (in time), none for an unused entry
-	newest int32  // the last slot of the list
+	oldest int32 // the first slot of the list (in time), none for an unused entry
+	newest int32 // the last slot of the list
 	// link holds, in its low 31 bits, the next series with the same hash,
 	// or for an unused entry the next unused one; its top bit, unsorted, is
 	// set once an exemplar went anywhere but after the newest, so that the
 	// list may no longer be in the order the exemplars arrived in.
-	link uint32
-	n      int32  // the length of the list
-	order  *order // nil, or the series' slots in list order
+	link  uint32
+	n     int32  // the length of the list
+	order *order // nil, or the series' slots in list order
 }
 
 // unsorted is the top bit of seriesEntry.link.

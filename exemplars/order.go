@@ -65,8 +65,8 @@ func (o *order) respace(need int) {
 	o.buf, o.lo, o.hi = buf, lo, lo+n
 }
 
-// buildOrder gives series s an order, from its list. Called with mu held
-// for writing.
+// buildOrder gives series s an order, from its list. Called with mu
+// held.
 func (r *Ring) buildOrder(s *seriesEntry) {
 	o := &order{}
 	o.respace(64)
@@ -82,7 +82,7 @@ func (r *Ring) buildOrder(s *seriesEntry) {
 }
 
 // dropOrder drops the order of series s, if it has one. Called with mu
-// held for writing.
+// held.
 func (r *Ring) dropOrder(s *seriesEntry) {
 	if s.order != nil {
 		s.order = nil
@@ -121,8 +121,8 @@ func (r *Ring) lower(o *order, ts int64) int {
 }
 
 // orderRemove takes slot pos out of the order of its series s, and drops
-// the order when the series has become short. Called with mu held for
-// writing, before the slot is emptied.
+// the order when the series has become short. Called with mu held,
+// before the slot is emptied.
 func (r *Ring) orderRemove(s *seriesEntry, pos int32) {
 	o := s.order
 	// The first slot at its timestamp, then along the run of equal ones.

@@ -452,6 +452,10 @@ func (r *Ring) unlink(pos int32) bool {
 // newSeries adds a series without exemplars and returns its id. Called
 // with mu.
 func (r *Ring) newSeries(hash uint64, lset labels.Labels) uint32 {
+	if r.index == nil { // released by a resize to zero
+		r.index = make(map[uint64]uint32)
+		r.series = make([]seriesEntry, 1, 16)
+	}
 	id := r.free
 	if id != 0 {
 		r.free = r.series[id].link
@@ -595,6 +599,9 @@ type selectScratch struct {
 // series of c if it is still the series c was listed as, or 0. Called
 // with mu held.
 func (r *Ring) countIfSame(c *candidate, start, end int64) int {
+	if int(c.id) >= len(r.series) { // the ring was resized to zero since
+		return 0
+	}
 	if s := &r.series[c.id]; s.oldest != none && labels.Equal(s.lset, c.lset) {
 		return r.count(s, start, end)
 	}
@@ -851,8 +858,9 @@ func (r *Ring) shrink(n int) {
 		r.live = n
 	}
 	if n == 0 {
-		r.slots = nil
-		r.next = 0
+		// Release everything: a ring of size zero is disabled, and may stay so.
+		r.slots, r.next = nil, 0
+		r.series, r.free, r.index = nil, 0, nil
 		return
 	}
 

@@ -243,7 +243,7 @@ func TestResizeAllocations(t *testing.T) {
 		{900, 0, 0, 0, 500},                              // grow within the memory kept
 		{1000, 0, 0, 0, 500},                             // back to the first size
 		{4000, 1, 4000 * slotSize, 4200 * slotSize, 500}, // beyond: one allocation of the new size
-		{0, 0, 0, 0, 0},                                  // to zero
+		{0, 0, 0, 0, 0},                                  // to zero, releasing everything
 		{10, 1, 10 * slotSize, 16 * slotSize, 0},         // and back
 	}
 	mallocs(func() {}) // the first measurement counts the runtime's own
@@ -255,6 +255,9 @@ func TestResizeAllocations(t *testing.T) {
 		}
 		if got := ring.Stats().Exemplars; got != tt.wantExemplars {
 			t.Errorf("after Resize(%d) = %d, Stats().Exemplars = %d, want %d", tt.to, kept, got, tt.wantExemplars)
+		}
+		if tt.to == 0 && (ring.slots != nil || ring.series != nil || ring.index != nil) {
+			t.Errorf("after Resize(0), the ring keeps %d slots, %d series entries and an index", cap(ring.slots), cap(ring.series))
 		}
 	}
 }
@@ -406,7 +409,7 @@ func TestConcurrent(t *testing.T) {
 	}
 	wg.Go(func() {
 		for i := range 200 {
-			ring.Resize(int64(500 - i%3*200))
+			ring.Resize([]int64{500, 300, 0, 100}[i%4])
 			ring.SetOutOfOrderTimeWindow(int64(i % 100))
 		}
 	})

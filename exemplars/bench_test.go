@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -262,5 +263,45 @@ func BenchmarkSelectExemplars(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkAddExemplarParallel validates and adds exemplars from every
+// core at once, as a head's appenders validate exemplars when appended and
+// add them when committed; each goroutine has its own 100 series, into a
+// ring of 100,000. An op is one validation and one add.
+func BenchmarkAddExemplarParallel(b *testing.B) {
+	type validator interface {
+		ValidateExemplar(labels.Labels, exemplar.Exemplar) error
+	}
+	for _, impl := range benchImpls[:2] {
+		b.Run("impl="+impl.name, func(b *testing.B) {
+			es := impl.new(100000, 0)
+			var mu sync.Mutex
+			worker := 0
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				mu.Lock()
+				w := worker
+				worker++
+				mu.Unlock()
+				series := make([]labels.Labels, 100)
+				for i := range series {
+					series[i] = labels.FromStrings("worker", strconv.Itoa(w), "service", strconv.Itoa(i))
+				}
+				for i := 0; pb.Next(); i++ {
+					s := series[i%len(series)]
+					e := exemplar.Exemplar{Value: float64(i), Ts: int64(i), Labels: benchExemplarLabels}
+					if err := es.(validator).ValidateExemplar(s, e); err != nil {
+						b.Error(err)
+						return
+					}
+					if err := es.add(0, s, e); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }

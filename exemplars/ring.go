@@ -228,7 +228,9 @@ func (r *Ring) AddExemplarHash(hash uint64, lset labels.Labels, e exemplar.Exemp
 // ValidateExemplar returns the error [Ring.AddExemplar] would return for
 // e, or storage.ErrDuplicateExemplar when it would ignore e as a
 // duplicate of its series' newest exemplar, as Prometheus's
-// ValidateExemplar does. It computes lset.Hash() once.
+// ValidateExemplar does. (An exemplar out of order at the timestamp of a
+// stored one, which AddExemplar also ignores, validates as nil, as it
+// does in Prometheus.) It computes lset.Hash() once.
 func (r *Ring) ValidateExemplar(lset labels.Labels, e exemplar.Exemplar) error {
 	return r.ValidateExemplarHash(lset.Hash(), lset, e)
 }
@@ -784,7 +786,7 @@ func (r *Ring) IterateExemplars(f func(seriesLabels labels.Labels, e exemplar.Ex
 // Unlike Prometheus's, which allocates a new ring and copies every
 // exemplar, a shrink moves only the exemplars that are beyond the new size
 // and keeps the memory (a later grow up to the old size reuses it); a
-// shrink to zero releases it. A grow beyond the memory kept allocates the
+// shrink to zero releases it, and the series table and index with it. A grow beyond the memory kept allocates the
 // new ring once and copies the exemplars into it. Series lose the time
 // orders they kept for out-of-order exemplars, which are rebuilt when
 // needed.

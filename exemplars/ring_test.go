@@ -493,3 +493,84 @@ func TestClampSize(t *testing.T) {
 		}
 	}
 }
+
+// TestUpstreamOutOfOrderPatterns replays the 18 sequences of upstream's
+// BenchmarkAddExemplar_OutOfOrder (three fills of a ring of 5,000 times
+// six orders of 5,000 adds), twice each as the benchmark's loop does, on
+// the ring and on upstream, and requires the same error for every add and
+// the same contents after each pass. In 4 of the 18 the second pass meets
+// the same-timestamp quirk (TestUpstreamSameTimestampQuirk) and upstream's
+// benchmark fails; here both fail alike, and the test counts them.
+func TestUpstreamOutOfOrderPatterns(t *testing.T) {
+	const capacity = 5000
+	exLabels := labels.FromStrings("trace_id", "89620921")
+	fills := map[string]func(add func(labels.Labels, exemplar.Exemplar) error){
+		"empty": func(func(labels.Labels, exemplar.Exemplar) error) {},
+		"full-one": func(add func(labels.Labels, exemplar.Exemplar) error) {
+			for i := range capacity {
+				_ = add(exLabels, exemplar.Exemplar{Value: float64(i), Ts: int64(i), Labels: exLabels})
+			}
+		},
+		"full-multiple": func(add func(labels.Labels, exemplar.Exemplar) error) {
+			for i := range capacity {
+				l := labels.FromStrings("service", strconv.Itoa(i))
+				_ = add(l, exemplar.Exemplar{Value: float64(i), Ts: int64(i), Labels: l})
+			}
+		},
+	}
+	outOfOrder := func(ts *int64, _ *labels.Labels) {
+		switch *ts % 3 {
+		case 1:
+			*ts = capacity - *ts
+		case 2:
+			*ts = capacity - *ts + 100
+		}
+	}
+	reverse := func(ts *int64, _ *labels.Labels) { *ts = capacity - *ts }
+	multi := func(f func(*int64, *labels.Labels)) func(*int64, *labels.Labels) {
+		return func(ts *int64, l *labels.Labels) {
+			f(ts, l)
+			*l = labels.FromStrings("service", strconv.Itoa(int(*ts)))
+		}
+	}
+	orders := map[string]func(*int64, *labels.Labels){
+		"in-order":           func(*int64, *labels.Labels) {},
+		"reverse":            reverse,
+		"out-of-order":       outOfOrder,
+		"multi-in-order":     multi(func(*int64, *labels.Labels) {}),
+		"multi-reverse":      multi(reverse),
+		"multi-out-of-order": multi(outOfOrder),
+	}
+	failing := 0
+	for fillName, fill := range fills {
+		for orderName, order := range orders {
+			name := fillName + "/" + orderName
+			ring, up := New(capacity, Options{OutOfOrderTimeWindow: 100000}), newUpstream(t, capacity, 100000)
+			fill(ring.AddExemplar)
+			fill(up.AddExemplar)
+			failed := false
+			l := labels.FromStrings("service", "0")
+			for pass := range 2 {
+				for i := range capacity {
+					ts := int64(i)
+					order(&ts, &l)
+					e := exemplar.Exemplar{Value: float64(i), Ts: ts, Labels: l}
+					err, upErr := ring.AddExemplar(l, e), up.AddExemplar(l, e)
+					if !sameError(err, upErr) {
+						t.Fatalf("%s: pass %d, add %d: AddExemplar(%s, %v) = %v, want %v", name, pass, i, l, e, err, upErr)
+					}
+					failed = failed || err != nil
+				}
+				if got, want := iterateAll(t, ring), iterateAll(t, up); !sameResults(got, want) {
+					t.Fatalf("%s: after pass %d, IterateExemplars differs", name, pass)
+				}
+			}
+			if failed {
+				failing++
+			}
+		}
+	}
+	if failing != 4 {
+		t.Errorf("%d of 18 sequences failed on both, want the 4 that fail upstream's benchmark", failing)
+	}
+}

@@ -502,6 +502,9 @@ func TestClampSize(t *testing.T) {
 // the same-timestamp quirk (TestUpstreamSameTimestampQuirk) and upstream's
 // benchmark fails; here both fail alike, and the test counts them.
 func TestUpstreamOutOfOrderPatterns(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sequential: the race detector would add only time")
+	}
 	const capacity = 5000
 	exLabels := labels.FromStrings("trace_id", "89620921")
 	fills := map[string]func(add func(labels.Labels, exemplar.Exemplar) error){

@@ -1,0 +1,80 @@
+package exemplars_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/exemplars"
+)
+
+// A fork's head commits exemplars to a Ring where Prometheus's commits them
+// to its own storage. Here a real head keeps its own, and the ring takes
+// the same exemplars, by the hash of each series computed once; both
+// answer the same query the same way. Six exemplars went into room for
+// four: the two oldest ingested were dropped.
+func ExampleRing() {
+	dir, _ := os.MkdirTemp("", "ingestkit-example")
+	defer os.RemoveAll(dir)
+	opts := tsdb.DefaultHeadOptions()
+	opts.ChunkDirRoot = dir
+	opts.EnableExemplarStorage = true
+	opts.MaxExemplars.Store(4)
+	head, err := tsdb.NewHead(nil, nil, nil, nil, opts, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer head.Close()
+
+	ring := exemplars.New(4, exemplars.Options{})
+	app := head.Appender(context.Background())
+	for i, pod := range []string{"api-0", "api-1", "api-0", "api-1", "api-0", "api-1"} {
+		lset := labels.FromStrings("__name__", "http_request_duration_seconds_bucket", "le", "0.5", "pod", pod)
+		ts := int64(1000 * (i + 1))
+		e := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", fmt.Sprintf("t%d", i)), Value: 0.1 * float64(i+1), Ts: ts, HasTs: true}
+		ref, err := app.Append(0, lset, ts, float64(i))
+		if err != nil {
+			panic(err)
+		}
+		if _, err := app.AppendExemplar(ref, lset, e); err != nil {
+			panic(err)
+		}
+		if err := ring.AddExemplarHash(lset.Hash(), lset, e); err != nil {
+			panic(err)
+		}
+	}
+	if err := app.Commit(); err != nil {
+		panic(err)
+	}
+
+	matchers, err := parser.NewParser(parser.Options{}).ParseMetricSelector(`http_request_duration_seconds_bucket{pod=~"api-.*"}`)
+	if err != nil {
+		panic(err)
+	}
+	got, _ := ring.Select(0, 10000, matchers)
+	q, _ := head.ExemplarQuerier(context.Background())
+	want, _ := q.Select(0, 10000, matchers)
+	for _, r := range got {
+		fmt.Println(r.SeriesLabels.Get("pod"))
+		for _, e := range r.Exemplars {
+			fmt.Printf("  %s %.1f at %d\n", e.Labels, e.Value, e.Ts)
+		}
+	}
+	fmt.Println("same as the head's:", reflect.DeepEqual(got, want))
+	fmt.Printf("%+v\n", ring.Stats())
+	// Output:
+	// api-0
+	//   {trace_id="t2"} 0.3 at 3000
+	//   {trace_id="t4"} 0.5 at 5000
+	// api-1
+	//   {trace_id="t3"} 0.4 at 4000
+	//   {trace_id="t5"} 0.6 at 6000
+	// same as the head's: true
+	// {Appended:6 OutOfOrder:0 Exemplars:4 Series:2 Size:4 OldestTimestamp:3000}
+}

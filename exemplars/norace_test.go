@@ -1,0 +1,5 @@
+//go:build !race
+
+package exemplars
+
+const raceEnabled = false

@@ -21,6 +21,7 @@ import (
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
@@ -64,7 +65,11 @@ func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
 	if c.dataDir != "" {
 		dirK, dirP = filepath.Join(c.dataDir, "ingestkit"), filepath.Join(c.dataDir, "prometheus")
 	}
-	dbK, cleanK, err := openDB(dirK, c.maxExemplars, nil)
+	ex, tsdbExemplars, err := exemplarStore(c)
+	if err != nil {
+		return err
+	}
+	dbK, cleanK, err := openDB(dirK, tsdbExemplars, nil)
 	if err != nil {
 		return err
 	}
@@ -79,7 +84,7 @@ func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
 	if err != nil {
 		return err
 	}
-	rcv, err := NewReceiver(dbK, receiverOptions(c, ring, nil))
+	rcv, err := NewReceiver(dbK, receiverOptions(c, ring, ex, nil))
 	if err != nil {
 		return err
 	}
@@ -113,12 +118,17 @@ func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
 	if err != nil {
 		return err
 	}
+	var exK storage.ExemplarQueryable = dbK
+	if ex != nil {
+		exK = ex
+	}
 	for _, x := range []struct {
 		r  *phaseResult
 		db *tsdb.DB
-	}{{&k, dbK}, {&p, dbP}} {
+		ex storage.ExemplarQueryable
+	}{{&k, dbK, exK}, {&p, dbP, dbP}} {
 		x.r.series = x.db.Head().NumSeries()
-		if x.r.stored, x.r.storedExs, err = countStored(ctx, x.db); err != nil {
+		if x.r.stored, x.r.storedExs, err = countStored(ctx, x.db, x.ex); err != nil {
 			return err
 		}
 	}
@@ -134,7 +144,11 @@ func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
 		return fmt.Errorf("the two TSDBs differ: ingestkit %d series, %d samples, %d exemplars; prometheus %d, %d, %d",
 			k.series, k.stored, k.storedExs, p.series, p.stored, p.storedExs)
 	}
-	fmt.Fprintf(out, "\nBoth TSDBs hold the same %d series, %d samples and %d exemplars.\n", k.series, k.stored, k.storedExs)
+	where := "the TSDB's exemplar storage"
+	if ex != nil {
+		where = "ingestkit's exemplars.Ring"
+	}
+	fmt.Fprintf(out, "\nBoth TSDBs hold the same %d series and %d samples, and the same %d exemplars (the receiver's in %s).\n", k.series, k.stored, k.storedExs, where)
 	if ring != nil {
 		s := rcv.Stats()
 		fmt.Fprintln(out, "\nHashring owners (series received, per replica; not forwarded):")
@@ -263,8 +277,8 @@ func drive(ctx context.Context, out io.Writer, name string, u *url.URL, bodies [
 	return res, nil
 }
 
-// countStored counts every sample and exemplar in db.
-func countStored(ctx context.Context, db *tsdb.DB) (samples, exemplars int, err error) {
+// countStored counts every sample in db and every exemplar in ex.
+func countStored(ctx context.Context, db *tsdb.DB, ex storage.ExemplarQueryable) (samples, exemplars int, err error) {
 	q, err := db.Querier(math.MinInt64, math.MaxInt64)
 	if err != nil {
 		return 0, 0, err
@@ -285,7 +299,7 @@ func countStored(ctx context.Context, db *tsdb.DB) (samples, exemplars int, err 
 	if err := ss.Err(); err != nil {
 		return 0, 0, err
 	}
-	eq, err := db.ExemplarQuerier(ctx)
+	eq, err := ex.ExemplarQuerier(ctx)
 	if err != nil {
 		return 0, 0, err
 	}

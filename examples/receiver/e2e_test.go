@@ -17,9 +17,12 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
+
+	"github.com/ingestkit/ingestkit/exemplars"
 )
 
 // e2eSeries returns, for protocol version v, floats series with exemplars,
@@ -63,10 +66,23 @@ func e2eSeries(v int, ts int64) []testSeries {
 // histograms and exemplars to the receiver on loopback with Prometheus's own
 // remote-write client, then reads every sample back from the TSDB with
 // db.Querier and every exemplar with the exemplar querier, and checks the
-// 2.0 response headers against what was sent.
+// 2.0 response headers against what was sent; once with the exemplars in
+// the TSDB's exemplar storage, once in an exemplars.Ring.
 func TestEndToEnd(t *testing.T) {
+	for _, store := range []string{"tsdb", "ring"} {
+		t.Run("exemplars="+store, func(t *testing.T) { testEndToEnd(t, store) })
+	}
+}
+
+func testEndToEnd(t *testing.T, store string) {
 	db := newBenchDB(t)
-	r, err := NewReceiver(db, Options{})
+	var exq storage.ExemplarQueryable = db
+	var opts Options
+	if store == "ring" {
+		ring := exemplars.New(1000, exemplars.Options{})
+		exq, opts.Exemplars = ring, RingExemplars{ring}
+	}
+	r, err := NewReceiver(db, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +182,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// Every exemplar, from the exemplar storage.
-	eq, err := db.ExemplarQuerier(context.Background())
+	eq, err := exq.ExemplarQuerier(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/prometheus/tsdb"
 
+	"github.com/ingestkit/ingestkit/exemplars"
 	"github.com/ingestkit/ingestkit/ingest"
 )
 
@@ -38,6 +39,7 @@ type config struct {
 	maxNameLength   int
 	maxValueLength  int
 	maxExemplars    int64
+	exemplarStore   string
 	purgeInterval   time.Duration
 	activeIdle      time.Duration
 	syntheticSeries int
@@ -56,7 +58,8 @@ func main() {
 	flag.IntVar(&c.maxLabels, "max-labels-per-series", 0, "reject series with more labels (0: no limit, as Prometheus)")
 	flag.IntVar(&c.maxNameLength, "max-label-name-length", 0, "reject series with a longer label name (0: no limit)")
 	flag.IntVar(&c.maxValueLength, "max-label-value-length", 0, "reject series with a longer label value (0: no limit)")
-	flag.Int64Var(&c.maxExemplars, "max-exemplars", 100_000, "size of the TSDB's exemplar storage")
+	flag.Int64Var(&c.maxExemplars, "max-exemplars", 100_000, "size of the exemplar storage")
+	flag.StringVar(&c.exemplarStore, "exemplar-store", "ring", "where exemplars go: ring (ingestkit's exemplars.Ring, in memory) or tsdb (the TSDB's own exemplar storage, with its WAL)")
 	flag.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker")
 	flag.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
 	flag.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
@@ -110,6 +113,19 @@ func openDB(dir string, maxExemplars int64, reg prometheus.Registerer) (db *tsdb
 	}, nil
 }
 
+// exemplarStore returns the exemplar ring of -exemplar-store=ring, or nil,
+// and the size of the TSDB's own exemplar storage: 0 (off) with the ring.
+func exemplarStore(c config) (*exemplars.Ring, int64, error) {
+	switch c.exemplarStore {
+	case "ring":
+		return exemplars.New(c.maxExemplars, exemplars.Options{}), 0, nil
+	case "tsdb":
+		return nil, c.maxExemplars, nil
+	default:
+		return nil, 0, fmt.Errorf("-exemplar-store %q: want ring or tsdb", c.exemplarStore)
+	}
+}
+
 // newRing builds the hashring of -peers, or returns nil without peers.
 func newRing(c config) (*ingest.Ring, error) {
 	if c.peers == "" {
@@ -123,8 +139,13 @@ func newRing(c config) (*ingest.Ring, error) {
 }
 
 // receiverOptions are the Receiver's options from the command line.
-func receiverOptions(c config, ring *ingest.Ring, logger *slog.Logger) Options {
+func receiverOptions(c config, ring *ingest.Ring, ex *exemplars.Ring, logger *slog.Logger) Options {
+	var xa ExemplarAppender
+	if ex != nil {
+		xa = RingExemplars{ex}
+	}
 	return Options{
+		Exemplars:           xa,
 		MaxLabelsPerSeries:  c.maxLabels,
 		MaxLabelNameLength:  c.maxNameLength,
 		MaxLabelValueLength: c.maxValueLength,
@@ -187,7 +208,14 @@ func seriesCount(r *Receiver, db *tsdb.DB) seriesCountResponse {
 func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	db, cleanup, err := openDB(c.dataDir, c.maxExemplars, reg)
+	ex, tsdbExemplars, err := exemplarStore(c)
+	if err != nil {
+		return err
+	}
+	if ex != nil {
+		reg.MustRegister(exemplars.NewCollector(ex))
+	}
+	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, reg)
 	if err != nil {
 		return err
 	}
@@ -197,7 +225,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	r, err := NewReceiver(db, receiverOptions(c, ring, logger))
+	r, err := NewReceiver(db, receiverOptions(c, ring, ex, logger))
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ type Interner interface {
 // request with the generated gogo-protobuf code and converts each part with
 // ToLabels, ToIntHistogram, ToFloatHistogram, ToExemplar and ToMetadata;
 // differential tests check this on random and captured requests. Unknown
-// fields are skipped. Three things differ:
+// fields are skipped. Two things differ:
 //
 //   - A request is decoded as it is walked, so [Decoder.Next] may yield
 //     series before it finds that a later part of the request is malformed.
@@ -53,10 +53,13 @@ type Interner interface {
 //     0, or that nests deeper than protowire's limit, and a packed
 //     labels_refs field whose last varint runs past the field's end (gogo
 //     reads on into the next field). No encoder produces these.
-//   - A 2.0 series whose label, exemplar or metadata references do not
-//     resolve in the symbols table ends the walk with [ErrSymbolRef].
-//     Prometheus's 2.0 handler instead skips that series (or exemplar),
-//     writes the rest and answers 400; both answer 400.
+//
+// A 2.0 series whose label or metadata references do not resolve in the
+// symbols table (or that has an odd number of label references) is yielded
+// with [Series.Err] set, and the walk goes on, so that a caller can skip it
+// and write the others as Prometheus's handler does; an exemplar whose
+// references do not resolve is left out of [Series.Exemplars] and reported
+// by [Series.ExemplarErrs].
 //
 // The zero value is ready to use. A Decoder is meant to be reused, one per
 // goroutine: once it has decoded requests of a given shape, decoding another
@@ -208,6 +211,14 @@ func (d *Decoder) Next() bool {
 				d.fail(e)
 				return false
 			}
+			if d.s.bad != nil {
+				d.s.bad.what = fmt.Sprintf("timeseries %d: %s", d.n, d.s.bad.what)
+				d.s.err = d.format(d.s.bad)
+			}
+			for _, e := range d.s.badEx {
+				e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
+				d.s.exErrs = append(d.s.exErrs, d.format(e))
+			}
 			d.n++
 			return true
 		case !d.v2 && num == v1FieldMetadata:
@@ -255,13 +266,18 @@ func (d *Decoder) Series() *Series { return &d.s }
 // fail records e as the Decoder's error, with the message type and the
 // offset of e in the request.
 func (d *Decoder) fail(e *decodeError) {
+	d.err = d.format(e)
+	d.rest = nil
+}
+
+// format makes the error of e, with the message type and the offset of e in
+// the request.
+func (d *Decoder) format(e *decodeError) error {
 	off := len(d.buf) - cap(e.at) // every view of buf ends where buf does
 	if e.cause != nil {
-		d.err = fmt.Errorf("decoding %s: %w: %s at byte %d: %w", d.msg, e.kind, e.what, off, e.cause)
-	} else {
-		d.err = fmt.Errorf("decoding %s: %w: %s at byte %d", d.msg, e.kind, e.what, off)
+		return fmt.Errorf("decoding %s: %w: %s at byte %d: %w", d.msg, e.kind, e.what, off, e.cause)
 	}
-	d.rest = nil
+	return fmt.Errorf("decoding %s: %w: %s at byte %d", d.msg, e.kind, e.what, off)
 }
 
 // Series is one time series of a request being decoded by a [Decoder]: a
@@ -286,6 +302,13 @@ type Series struct {
 	// the generated code does.
 	metaType           int32
 	metaHelp, metaUnit uint32
+
+	// 2.0 references that do not resolve: bad for the series' labels or
+	// metadata, badEx for exemplars, and the errors Next made of them.
+	bad    *decodeError
+	badEx  []*decodeError
+	err    error
+	exErrs []error
 
 	// Reused messages that the generated code decodes histograms into.
 	h1 prompb.Histogram
@@ -341,7 +364,28 @@ func (s *Series) reset() {
 	s.exDone = false
 	s.exSet.Reset()
 	s.metaType, s.metaHelp, s.metaUnit = 0, 0, 0
+	s.bad, s.err = nil, nil
+	clear(s.badEx)
+	s.badEx = s.badEx[:0]
+	clear(s.exErrs)
+	s.exErrs = s.exErrs[:0]
 }
+
+// Err returns the error that makes the series unusable, or nil: in a 2.0
+// request, a label or metadata reference outside the symbols table, or an
+// odd number of label references (wrapping [ErrSymbolRef]). Prometheus's
+// handler skips such a series, writes the others and answers 400 with the
+// error; a caller does the same. The labels, hash and metadata of a series
+// with an error are meaningless; its samples are decoded but belong to no
+// known series.
+func (s *Series) Err() error { return s.err }
+
+// ExemplarErrs returns the errors of the series' 2.0 exemplars whose label
+// references do not resolve (wrapping [ErrSymbolRef]), one per exemplar,
+// in request order. [Series.Exemplars] leaves those exemplars out, as
+// Prometheus's handler does before it answers 400. The slice is valid until
+// the Decoder's next Next or Reset.
+func (s *Series) ExemplarErrs() []error { return s.exErrs }
 
 // Sample is one float sample. StartTimestamp is the 2.0 start_timestamp
 // (0 when unset, and always 0 in 1.0, which has no such field). A Sample is
@@ -476,13 +520,14 @@ func (s *Series) Exemplars() []exemplar.Exemplar {
 // unspecified or out of range), help and unit resolved in the symbols table.
 // ok is true for every 2.0 series, including one without metadata, whose
 // Metadata then has type unknown and empty help and unit; it is false for a
-// 1.0 series (1.0 requests carry metadata per metric family, not per series).
+// 1.0 series (1.0 requests carry metadata per metric family, not per series)
+// and for a series with an [Series.Err].
 // Help and Unit alias the request buffer: they are valid until the Decoder's
 // next Reset and must be copied to be kept longer.
 //
 // Metadata makes no allocation.
 func (s *Series) Metadata() (m metadata.Metadata, ok bool) {
-	if !s.v2 {
+	if !s.v2 || s.bad != nil {
 		return metadata.Metadata{}, false
 	}
 	// Next checked both references against the table.

@@ -11,8 +11,9 @@ import (
 // Prometheus's generated Unmarshal and conversions (decCheck): the Decoder
 // must never panic, must fail where Prometheus's Unmarshal fails, and where
 // it succeeds must yield the same series, labels, hashes, samples,
-// histograms, exemplars and metadata, up to the first series Prometheus
-// cannot convert, where it must fail with ErrSymbolRef. The only inputs on
+// histograms, exemplars and metadata, with an ErrSymbolRef on each series
+// (Series.Err) and exemplar (Series.ExemplarErrs) that Prometheus cannot
+// convert and skips. The only inputs on
 // which it may fail while Prometheus's Unmarshal succeeds are the
 // non-protobuf encodings that Decoder documents (decStricter).
 //

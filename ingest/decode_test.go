@@ -52,6 +52,12 @@ type decSeries struct {
 	exemplars []exemplar.Exemplar
 	meta      metadata.Metadata
 	hasMeta   bool
+	// bad: a 2.0 series whose label or metadata references do not
+	// resolve, which Prometheus skips (Series.Err); badEx: its exemplars
+	// whose references do not resolve, which Prometheus skips
+	// (Series.ExemplarErrs).
+	bad   bool
+	badEx int
 }
 
 // decWantV1 converts req as Prometheus's 1.0 handler does.
@@ -81,19 +87,21 @@ func decWantV1(req *prompb.WriteRequest) []decSeries {
 	return out
 }
 
-// decWantV2 converts req as Prometheus's 2.0 handler does. bad is the index
-// of the first series whose labels, metadata or exemplars do not convert,
-// or -1; want holds the series before it.
-func decWantV2(req *writev2.Request) (want []decSeries, bad int) {
+// decWantV2 converts req as Prometheus's 2.0 handler does: a series whose
+// labels or metadata it cannot convert is skipped (marked bad), and so is
+// an exemplar it cannot convert (counted in badEx).
+func decWantV2(req *writev2.Request) (want []decSeries) {
 	b := labels.NewScratchBuilder(0)
-	for i, ts := range req.Timeseries {
+	for _, ts := range req.Timeseries {
 		ls, err := ts.ToLabels(&b, req.Symbols)
 		if err != nil {
-			return want, i
+			want = append(want, decSeries{bad: true})
+			continue
 		}
 		m, err := ts.ToMetadata(req.Symbols)
 		if err != nil {
-			return want, i
+			want = append(want, decSeries{bad: true})
+			continue
 		}
 		s := decSeries{lset: ls, hash: ls.Hash(), meta: m, hasMeta: true}
 		for _, smp := range ts.Samples {
@@ -111,13 +119,14 @@ func decWantV2(req *writev2.Request) (want []decSeries, bad int) {
 		for _, ep := range ts.Exemplars {
 			e, err := ep.ToExemplar(&b, req.Symbols)
 			if err != nil {
-				return want, i
+				s.badEx++
+				continue
 			}
 			s.exemplars = append(s.exemplars, e)
 		}
 		want = append(want, s)
 	}
-	return want, -1
+	return want
 }
 
 // decDecodeAll decodes buf with d and materialises every series, checking
@@ -129,6 +138,21 @@ func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMess
 	var out []decSeries
 	for d.Next() {
 		s := d.Series()
+		if err := s.Err(); err != nil {
+			if !errors.Is(err, ErrSymbolRef) {
+				tb.Fatalf("Series.Err() = %v, want ErrSymbolRef", err)
+			}
+			if m, ok := s.Metadata(); ok {
+				tb.Fatalf("Series.Metadata() of a series with an error = %+v, true", m)
+			}
+			out = append(out, decSeries{bad: true})
+			continue
+		}
+		for _, err := range s.ExemplarErrs() {
+			if !errors.Is(err, ErrSymbolRef) {
+				tb.Fatalf("Series.ExemplarErrs() holds %v, want ErrSymbolRef", err)
+			}
+		}
 		ls := s.Labels()
 		if !s.Equal(ls) {
 			tb.Fatalf("Series.Equal(Series.Labels() = %s) = false, want true", ls)
@@ -151,6 +175,7 @@ func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMess
 		}
 		ex := s.Exemplars()
 		ds.exemplars = slices.Clone(ex)
+		ds.badEx = len(s.ExemplarErrs())
 		if again := s.Exemplars(); len(again) != len(ex) || len(ex) > 0 && &again[0] != &ex[0] {
 			tb.Fatalf("Series.Exemplars() called twice gave different slices")
 		}
@@ -208,6 +233,12 @@ func decCompare(tb testing.TB, got, want []decSeries) {
 	}
 	for i := range want {
 		g, w := got[i], want[i]
+		if g.bad != w.bad || g.badEx != w.badEx {
+			tb.Fatalf("series %d: unusable %v with %d bad exemplars, want %v with %d", i, g.bad, g.badEx, w.bad, w.badEx)
+		}
+		if w.bad {
+			continue
+		}
 		if !decSameLabels(g.lset, w.lset) {
 			tb.Fatalf("series %d: Labels() = %s, want %s", i, g.lset, w.lset)
 		}
@@ -282,9 +313,9 @@ func decStricter(err error) bool {
 
 // decCheck decodes in with a Decoder and with Prometheus and fails tb
 // unless they agree: if Prometheus's Unmarshal fails, the Decoder must fail;
-// if it succeeds, the Decoder must yield the same series up to the first
-// that Prometheus cannot convert, and then fail with ErrSymbolRef. It never
-// modifies in.
+// if it succeeds, the Decoder must yield the same series, with an error
+// (ErrSymbolRef) on those that Prometheus cannot convert and skips, and
+// leave out the exemplars Prometheus skips. It never modifies in.
 func decCheck(tb testing.TB, d *Decoder, in []byte, msg remoteapi.WriteMessageType, mode decCheckMode) {
 	tb.Helper()
 	// Decode a copy, and scribble over it afterwards: nothing kept may
@@ -294,12 +325,11 @@ func decCheck(tb testing.TB, d *Decoder, in []byte, msg remoteapi.WriteMessageTy
 	for i := range buf {
 		buf[i] = ^buf[i]
 	}
-	if err != nil && !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrSymbolRef) {
-		tb.Fatalf("Decoder.Err() = %v, want ErrMalformed or ErrSymbolRef", err)
+	if err != nil && !errors.Is(err, ErrMalformed) {
+		tb.Fatalf("Decoder.Err() = %v, want ErrMalformed", err)
 	}
 
 	var want []decSeries
-	bad := -1
 	var gerr error
 	if msg == v1Msg {
 		var req prompb.WriteRequest
@@ -309,7 +339,7 @@ func decCheck(tb testing.TB, d *Decoder, in []byte, msg remoteapi.WriteMessageTy
 	} else {
 		var req writev2.Request
 		if gerr = req.Unmarshal(in); gerr == nil {
-			want, bad = decWantV2(&req)
+			want = decWantV2(&req)
 		}
 	}
 	switch {
@@ -320,10 +350,6 @@ func decCheck(tb testing.TB, d *Decoder, in []byte, msg remoteapi.WriteMessageTy
 		return
 	case mode == decFuzz && decStricter(err):
 		return
-	case bad >= 0:
-		if !errors.Is(err, ErrSymbolRef) {
-			tb.Fatalf("Prometheus cannot convert series %d; Decoder.Err() = %v, want ErrSymbolRef", bad, err)
-		}
 	case err != nil:
 		tb.Fatalf("Prometheus decodes %d series; Decoder.Err() = %v after %d", len(want), err, len(got))
 	}
@@ -977,8 +1003,17 @@ func TestDecodeMalformed(t *testing.T) {
 	var d Decoder
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := decDecodeAll(t, &d, c.buf, c.msg)
-			if !errors.Is(err, c.want) {
+			got, err := decDecodeAll(t, &d, c.buf, c.msg)
+			if c.want == ErrSymbolRef {
+				// Not malformed: the series (or its exemplar) is
+				// yielded with the error, and skipped.
+				if err != nil {
+					t.Fatalf("Decoder.Err() = %v, want nil", err)
+				}
+				if len(got) != 1 || !got[0].bad && got[0].badEx != 1 {
+					t.Fatalf("decoded %+v, want one series with Err or one exemplar error", got)
+				}
+			} else if !errors.Is(err, c.want) {
 				t.Fatalf("Decoder.Err() = %v, want %v", err, c.want)
 			}
 			// Prometheus rejects it too: in Unmarshal for a malformed
@@ -1015,13 +1050,6 @@ func TestDecodeErrorMessage(t *testing.T) {
 			buf:  decV1Series(decVarint(nil, v1SeriesLabels, 1)),
 			want: "decoding prometheus.WriteRequest: ingest: malformed remote-write request: timeseries 0: labels: wrong wire type 0 at byte 2",
 			is:   []error{ErrMalformed},
-		},
-		{
-			name: "symbol reference",
-			msg:  v2Msg,
-			buf:  decV2Request([]string{""}, decPacked(v2SeriesLabelsRefs, 0, 7)),
-			want: "decoding io.prometheus.write.v2.Request: ingest: symbol reference outside the symbols table: timeseries 0: labels_refs: reference 7, table size 1 at byte 7",
-			is:   []error{ErrSymbolRef},
 		},
 		{
 			name: "message type",
@@ -1526,5 +1554,50 @@ func TestDecodeTenantHash(t *testing.T) {
 	decode()
 	if got := testing.AllocsPerRun(20, decode); got != 0 {
 		t.Fatalf("AllocsPerRun(Next, TenantHash, Hash) = %v, want 0", got)
+	}
+}
+
+// TestDecodeSymbolRefSkipsSeries: a 2.0 series or exemplar whose references
+// do not resolve is reported on its own, with the series' index and offset,
+// and the series after it are still decoded, as Prometheus's handler
+// writes them.
+func TestDecodeSymbolRefSkipsSeries(t *testing.T) {
+	syms := []string{"", "__name__", "up", "trace_id", "abc"}
+	good := decPacked(v2SeriesLabelsRefs, 1, 2)
+	badEx := decMsg(nil, v2SeriesExemplars, decPacked(v2ExemplarLabelsRefs, 3, 9))
+	okEx := decMsg(nil, v2SeriesExemplars, decPacked(v2ExemplarLabelsRefs, 3, 4))
+	buf := slices.Concat(
+		decV2Request(syms, decPacked(v2SeriesLabelsRefs, 1, 7)),
+		decMsg(nil, v2FieldTimeseries, slices.Concat(good, badEx, okEx)),
+	)
+	var d Decoder
+	if err := d.Reset(buf, v2Msg); err != nil {
+		t.Fatal(err)
+	}
+	if !d.Next() {
+		t.Fatalf("Next() = false, Err() = %v", d.Err())
+	}
+	const want = "decoding io.prometheus.write.v2.Request: ingest: symbol reference outside the symbols table: timeseries 0: labels_refs: reference 7, table size 5 at byte 36"
+	if err := d.Series().Err(); err == nil || err.Error() != want || !errors.Is(err, ErrSymbolRef) {
+		t.Fatalf("first series: Err() = %v, want %s", err, want)
+	}
+	if !d.Next() {
+		t.Fatalf("second series: Next() = false, Err() = %v", d.Err())
+	}
+	s := d.Series()
+	if err := s.Err(); err != nil {
+		t.Fatalf("second series: Err() = %v", err)
+	}
+	if got := s.Labels(); !labels.Equal(got, labels.FromStrings("__name__", "up")) {
+		t.Fatalf("second series: Labels() = %s", got)
+	}
+	if errs := s.ExemplarErrs(); len(errs) != 1 || !errors.Is(errs[0], ErrSymbolRef) || !strings.Contains(errs[0].Error(), "timeseries 1: exemplar labels_refs: reference 9") {
+		t.Fatalf("second series: ExemplarErrs() = %v", errs)
+	}
+	if ex := s.Exemplars(); len(ex) != 1 || ex[0].Labels.Get("trace_id") != "abc" {
+		t.Fatalf("second series: Exemplars() = %v, want the one that resolves", ex)
+	}
+	if d.Next() || d.Err() != nil {
+		t.Fatalf("after the last series: Next() true or Err() = %v", d.Err())
 	}
 }

@@ -95,9 +95,15 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 				return wireTypeError("exemplars", b, typ)
 			}
 			if _, _, e := parseExemplarV2(v, s.syms, nil); e != nil {
-				return e
+				if e.kind != ErrSymbolRef {
+					return e
+				}
+				// Prometheus's handler skips the exemplar, keeps the
+				// series, and answers 400 in the end.
+				s.badEx = append(s.badEx, e)
+			} else {
+				s.rawEx = append(s.rawEx, v)
 			}
-			s.rawEx = append(s.rawEx, v)
 		case v2SeriesMetadata:
 			if typ != protowire.BytesType {
 				return wireTypeError("metadata", b, typ)
@@ -110,16 +116,17 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 		}
 		b = b[n:]
 	}
-	if refs.odd {
-		return &decodeError{kind: ErrSymbolRef, at: series, what: "labels_refs: odd number of references"}
-	}
-	// ToMetadata checks both references even when the series has no
-	// metadata: an empty symbols table fails it.
-	if uint64(s.metaUnit) >= uint64(len(s.syms)) {
-		return symbolError("metadata unit_ref", series, s.metaUnit, len(s.syms))
-	}
-	if uint64(s.metaHelp) >= uint64(len(s.syms)) {
-		return symbolError("metadata help_ref", series, s.metaHelp, len(s.syms))
+	// A reference that does not resolve makes the series unusable, not the
+	// request malformed: Prometheus's handler skips such a series, writes
+	// the others and answers 400. ToMetadata checks both references even
+	// when the series has no metadata: an empty symbols table fails it.
+	switch {
+	case refs.err(series, "labels_refs") != nil:
+		s.bad = refs.err(series, "labels_refs")
+	case uint64(s.metaUnit) >= uint64(len(s.syms)):
+		s.bad = symbolError("metadata unit_ref", series, s.metaUnit, len(s.syms))
+	case uint64(s.metaHelp) >= uint64(len(s.syms)):
+		s.bad = symbolError("metadata help_ref", series, s.metaHelp, len(s.syms))
 	}
 	return nil
 }
@@ -132,6 +139,22 @@ type refPairs struct {
 	set  *labelset.Set
 	name uint32 // the name of the pair being read, if odd
 	odd  bool   // an odd number of references was read so far
+	// bad is the first reference that did not resolve. The field is read
+	// to its end all the same, so that malformed bytes after it are still
+	// found, but no more pairs are added to set.
+	bad *decodeError
+}
+
+// err returns the error of the references read, if any: the first that
+// did not resolve, or an odd number of them.
+func (p *refPairs) err(at []byte, what string) *decodeError {
+	if p.bad != nil {
+		return p.bad
+	}
+	if p.odd {
+		return &decodeError{kind: ErrSymbolRef, at: at, what: what + ": odd number of references"}
+	}
+	return nil
 }
 
 // field reads one labels_refs field of wire type typ: a single reference x,
@@ -160,15 +183,15 @@ func (p *refPairs) field(typ protowire.Type, v []byte, x uint64, at []byte, what
 
 // add reads one reference.
 func (p *refPairs) add(ref uint32, at []byte, what string) *decodeError {
-	if uint64(ref) >= uint64(len(p.syms)) {
-		return symbolError(what, at, ref, len(p.syms))
+	if uint64(ref) >= uint64(len(p.syms)) && p.bad == nil {
+		p.bad = symbolError(what, at, ref, len(p.syms))
 	}
 	if !p.odd {
 		p.name, p.odd = ref, true
 		return nil
 	}
 	p.odd = false
-	if p.set != nil {
+	if p.set != nil && p.bad == nil {
 		p.set.Add(p.syms[p.name], p.syms[ref])
 	}
 	return nil
@@ -234,8 +257,8 @@ func parseExemplarV2(b []byte, syms [][]byte, set *labelset.Set) (value float64,
 		}
 		b = b[n:]
 	}
-	if refs.odd {
-		return 0, 0, &decodeError{kind: ErrSymbolRef, at: ex, what: "exemplar labels_refs: odd number of references"}
+	if e := refs.err(ex, "exemplar labels_refs"); e != nil {
+		return 0, 0, e
 	}
 	return value, ts, nil
 }

@@ -422,12 +422,12 @@ type requestCounts struct {
 //     written. The counts are of what was written.
 //   - A malformed body writes nothing and is a 400.
 //
-// Where it differs: a 2.0 series whose symbol references do not resolve
-// ends the request (the Decoder cannot go on past it); what came before is
-// written and the answer is 400, as Prometheus's, which also writes the
-// series after it. A series over a label limit is skipped with a 400 in
-// both versions (Prometheus has no such limits). Error lists are cut at
-// maxReportedErrors.
+// A 2.0 series whose label or metadata references do not resolve in the
+// symbols table is skipped, and an exemplar whose references do not
+// resolve is dropped, with a 400 once the rest is written, as in
+// Prometheus. Where it differs: a series over a label limit is skipped with
+// a 400 in both versions (Prometheus has no such limits), and error lists
+// are cut at maxReportedErrors.
 func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMessageType) (remoteapi.WriteResponseStats, int, error) {
 	r := wk.r
 	d := &wk.dec
@@ -512,6 +512,13 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		s := d.Series()
 		c.series++
 		samples, hists := s.Samples(), s.Histograms()
+		if err := s.Err(); err != nil {
+			// 2.0 label or metadata references that do not resolve:
+			// Prometheus skips the series and answers 400 in the end.
+			c.invalid += len(samples) + len(hists)
+			wk.errs.add(fmt.Errorf("parsing series: %w", err))
+			continue
+		}
 		if r.limits {
 			if err := r.checkLimits(s); err != nil {
 				c.invalid += len(samples) + len(hists)
@@ -600,16 +607,17 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 				wk.owned[i]++
 			}
 		}
+		for _, err := range s.ExemplarErrs() {
+			// Skipped by the Decoder, as by Prometheus, which answers 400.
+			wk.errs.add(fmt.Errorf("parsing exemplar for series %v: %w", seriesString(h.Labels()), err))
+		}
 		if es := s.Exemplars(); len(es) > 0 {
 			c.Exemplars += wk.appendExemplars(h, es, maxTime, v2)
 		}
 	}
 	if err := d.Err(); err != nil {
-		if !v2 || !errors.Is(err, ingest.ErrSymbolRef) {
-			// Malformed: Prometheus's Unmarshal fails and nothing is written.
-			return c, http.StatusBadRequest, err, false
-		}
-		wk.errs.add(err)
+		// Malformed: Prometheus's Unmarshal fails and nothing is written.
+		return c, http.StatusBadRequest, err, false
 	}
 	if wk.errs.len() > 0 {
 		return c, http.StatusBadRequest, wk.errs.err(), true

@@ -46,6 +46,7 @@ type config struct {
 	timeout   string
 	out       string
 	raw       string
+	reuse     bool
 	list      bool
 }
 
@@ -57,6 +58,7 @@ func main() {
 	flag.StringVar(&c.timeout, "timeout", "120m", "go test -timeout per package")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "the file to write")
 	flag.StringVar(&c.raw, "raw", "", "directory to keep the raw go test outputs in (default: a temporary one, removed)")
+	flag.BoolVar(&c.reuse, "reuse", false, "with -raw: use the raw output a package already has there instead of running its benchmarks again")
 	flag.BoolVar(&c.list, "list", false, "print the packages and benchmarks that would run, and exit")
 	flag.Parse()
 	if err := run(c, os.Stderr); err != nil {
@@ -107,23 +109,39 @@ func run(c config, log io.Writer) error {
 			args = append(args, "-benchtime", c.benchtime)
 		}
 		args = append(args, p.importPath)
-		fmt.Fprintf(log, "benchall: go %s\n", strings.Join(args, " "))
 		rawFile := filepath.Join(rawDir, strings.ReplaceAll(p.importPath, "/", "_")+".txt")
-		out, err := exec.Command("go", args...).CombinedOutput()
-		if werr := os.WriteFile(rawFile, out, 0o644); werr != nil {
-			return werr
-		}
-		if err != nil {
-			return fmt.Errorf("go test %s: %w\n%s", p.importPath, err, out)
+		out, err := os.ReadFile(rawFile)
+		if !c.reuse || err != nil {
+			fmt.Fprintf(log, "benchall: go %s\n", strings.Join(args, " "))
+			out, err = exec.Command("go", args...).CombinedOutput()
+			if werr := os.WriteFile(rawFile, out, 0o644); werr != nil {
+				return werr
+			}
+			if err != nil {
+				return fmt.Errorf("go test %s: %w\n%s", p.importPath, err, out)
+			}
+		} else {
+			fmt.Fprintf(log, "benchall: reusing %s\n", rawFile)
 		}
 		if cpu == "" {
 			cpu = cpuFromOutput(out)
 		}
-		table, err := exec.Command("go", "run", benchstat, "-col", "/impl", rawFile).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("benchstat %s: %w\n%s", rawFile, err, table)
+		// One table per benchmark function: their baselines differ (a
+		// package may compare with Prometheus in one and with Cortex in
+		// another), and benchstat compares each row with the first column.
+		var table strings.Builder
+		for i, name := range p.benchmarks {
+			t, err := exec.Command("go", "run", benchstat, "-filter", ".name:"+strings.TrimPrefix(name, "Benchmark"), "-col", "/impl", rawFile).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("benchstat %s %s: %w\n%s", rawFile, name, err, t)
+			}
+			if i > 0 {
+				table.WriteString("\n")
+				t = dropHeader(t)
+			}
+			table.Write(t)
 		}
-		sections = append(sections, section{p.importPath, "go " + shellQuote(args), string(table)})
+		sections = append(sections, section{p.importPath, "go " + shellQuote(args), table.String()})
 	}
 
 	goVersion, _ := output("go", "env", "GOVERSION")
@@ -147,6 +165,19 @@ func run(c config, log io.Writer) error {
 	}
 	fmt.Fprintf(log, "benchall: wrote %s (%d packages)\n", c.out, len(sections))
 	return nil
+}
+
+// dropHeader removes benchstat's goos, goarch, pkg and cpu lines, which
+// the first table of a package already shows.
+func dropHeader(t []byte) []byte {
+	for _, prefix := range []string{"goos:", "goarch:", "pkg:", "cpu:"} {
+		if bytes.HasPrefix(t, []byte(prefix)) {
+			if i := bytes.IndexByte(t, '\n'); i >= 0 {
+				t = t[i+1:]
+			}
+		}
+	}
+	return t
 }
 
 // findBenchmarks lists the packages matching patterns, with their

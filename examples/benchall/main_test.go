@@ -83,3 +83,13 @@ func TestCPUFromOutput(t *testing.T) {
 		t.Errorf("cpuFromOutput(nil) = %q", got)
 	}
 }
+
+func TestDropHeader(t *testing.T) {
+	in := "goos: linux\ngoarch: amd64\npkg: x\ncpu: Some CPU\n   │ a │ b │\nRow-2 1 2\n"
+	if got, want := string(dropHeader([]byte(in))), "   │ a │ b │\nRow-2 1 2\n"; got != want {
+		t.Fatalf("dropHeader() = %q, want %q", got, want)
+	}
+	if got := string(dropHeader([]byte("Row-2 1 2\n"))); got != "Row-2 1 2\n" {
+		t.Fatalf("dropHeader() of a table without a header = %q", got)
+	}
+}

@@ -163,7 +163,11 @@ func (c *Cache) Lookup(hash uint64, eq Equaler, now int64) (ref storage.SeriesRe
 	if e == nil {
 		return 0, labels.EmptyLabels(), false
 	}
-	return storage.SeriesRef(e.ref.Load()), e.lset, true
+	// A purge may have dropped e since it was found (ref 0).
+	if ref = storage.SeriesRef(e.ref.Load()); ref == 0 {
+		return 0, labels.EmptyLabels(), false
+	}
+	return ref, e.lset, true
 }
 
 // lookup is Lookup that tries prev's guess first, and makes the entry found

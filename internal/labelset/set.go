@@ -80,9 +80,9 @@ func (b *Set) Reset() {
 
 // Trim lets go of the Set's buffers if its largest series had more than
 // maxPairs pairs, so that one huge series does not stay in the memory of a
-// Set that is reused for small ones. It resets the Set.
+// Set that is reused for small ones. Call it before [Set.Reset] or
+// [Set.ResetTenant], which start the next series.
 func (b *Set) Trim(maxPairs int) {
-	b.Reset()
 	if cap(b.pairs) > maxPairs {
 		b.pairs = nil
 		b.sb = labels.ScratchBuilder{}

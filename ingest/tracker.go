@@ -12,17 +12,18 @@ import (
 )
 
 // DefaultTrackerStripes is the stripe count of a [Tracker] whose options
-// leave it zero. At 1M series on this project's 2-core machines,
-// BenchmarkTrackerStripes (medians of 4 interleaved runs) measures updates
-// of existing series at 126-142 ns for any count from 16 to 512, and
-// additions of new series at 350-405 ns up to 128 stripes and 303-308 ns at
-// 256 and 512, where a stripe holds its write lock for less time while its
-// index grows. TestTrackerMemoryPerSeries measures 42 to 45 bytes per
-// series up to 128 stripes and 46.8 at 512, and an empty tracker costs 128
-// bytes a stripe. 128 stripes keep an empty tracker at 16 KiB, a quarter of
-// 512's, for the many small tenants of a multi-tenant ingester, at
-// additions some 15% slower than 512's. A tenant of millions of series fed
-// by many cores can take 512; a small one, 16.
+// leave it zero. On this project's 2-core machines, BenchmarkTrackerStripes
+// (medians of 4 interleaved runs, counts from 16 to 1024) measures lock-free
+// updates of existing series at 83-94 ns at 10k series and 66-98 ns at 1M
+// whatever the count, additions of new series at 170-199 ns at 10k, and
+// at 1M additions that get faster with more stripes, whose locks are held
+// for less time while their tables grow: 440 ns at 16 stripes, 324 at 128,
+// 277 at 512, 243 at 1024. TestTrackerMemoryPerSeries measures 42 to 45
+// bytes per series up to 128 stripes and 46.8 at 512, and an empty tracker
+// costs 128 bytes a stripe. 128 stripes keep an empty tracker at 16 KiB, a
+// quarter of 512's, for the many small tenants of a multi-tenant ingester,
+// at additions some 15% slower than 512's. A tenant of millions of series
+// fed by many cores can take 512 or more; a small one, 16.
 const DefaultTrackerStripes = 128
 
 // MaxCustomTrackers is the most [CustomTracker]s a [Tracker] takes: each
@@ -102,21 +103,26 @@ type TrackerStats struct {
 // of up to 1024 (32 bytes in the default stringlabels build, 40 under
 // slicelabels and dedupelabels), and an 8-byte slot in an open-addressing
 // index kept between 70% and 87.5% full. TestTrackerMemoryPerSeries
-// measures 44.7 bytes per series at 1M series in the default build (52.8
-// in the others), and Cortex's tracker at 124 (140); with the default
-// stripes, 58.6 at 100k series, where the growing chunks and indexes of 128
-// stripes are half full at worst, and 42.9 at 3M. Nothing is allocated per
+// measures 44.7 bytes per series at 1M series in the default build
+// (52.8 in the others), and Cortex's tracker at 124 (140); with the
+// default stripes, 58.7 at 100k series, where the growing chunks and
+// indexes of 128 stripes are half full at worst. Nothing is allocated per
 // series: entries and index slots come in chunks and tables shared by many
-// series. Purge gives the memory of dropped series to new ones, and returns
-// it when a stripe shrinks to a quarter of its peak.
+// series. A purge that drops series from a stripe moves the stripe's other
+// series to new tables sized for them, so that the memory of dropped series,
+// and their labels, are the garbage collector's to free.
 //
 // A Tracker is safe for concurrent use by multiple goroutines. An update of
-// a tracked series takes its stripe's read lock and stores the time
-// atomically; a new series takes its stripe's write lock; Purge takes one
-// stripe's write lock at a time. Updates of series of one stripe from
-// several cores at once are bound, as in any striped tracker, by moving the
-// stripe's lock, and the entry of a series updated by two cores, between
-// the cores' caches. A Tracker must not be copied.
+// a tracked series takes no lock: it looks the series up in its stripe's
+// tables as they were when it started, which writers never change but by
+// adding series, and moves the series' time forward with one atomic
+// compare-and-swap, which fails if a purge has since moved the series
+// elsewhere or dropped it. Only then does the update take its stripe's
+// lock, as a new series does, and a change of a series' type or bucket
+// count. Purge locks one stripe at a time. So updates of tracked series
+// from several cores share nothing but the entries they update: no lock's
+// cache line moves between the cores (BenchmarkTrackerUpdate, state=
+// existing). A Tracker must not be copied.
 type Tracker struct {
 	stripes []trackerStripe // the slice is immutable
 	mask    uint64          // len(stripes)-1, immutable
@@ -131,8 +137,8 @@ type Tracker struct {
 	counts []trackerCounts // one per custom tracker; the slice is immutable, the counts atomic
 
 	purgeMu sync.Mutex
-	idle    []uint64       // marks a stripe's entries dropped by a purge; guarded by purgeMu
 	dropped []trackerDelta // per custom tracker, what a purge of a stripe dropped; guarded by purgeMu
+	tags    []uint32       // a purged stripe's tags by entry; guarded by purgeMu
 }
 
 // trackerCounts are the counters behind TrackerCounts.
@@ -166,10 +172,22 @@ func (c *trackerCounts) load() TrackerCounts {
 // trackerDelta is a change of trackerCounts.
 type trackerDelta struct{ series, histograms, buckets int64 }
 
-// trackerStripe is one independently locked part of a Tracker: an
-// open-addressing index from hash to entry, and the entries by value.
+// trackerStripe is one independently locked part of a Tracker: its series
+// in a trackerTable.
 type trackerStripe struct {
-	mu sync.RWMutex
+	// table is the stripe's index and entries, nil while the stripe is
+	// empty. A writer that changes more than an empty slot of the index
+	// stores a new table (see trackerTable), so that a lookup that loaded
+	// the table once sees one consistent version of it. It has a cache
+	// line of its own, which updates of tracked series only read, apart
+	// from the lock, which every new series writes: a lookup that misses
+	// and then locks would otherwise move the line between cores twice.
+	table atomic.Pointer[trackerTable]
+	_     [56]byte
+
+	// mu serialises the stripe's writers: inserts of new series, changes
+	// of a series' histogram state, and purges. Lookups take no lock.
+	mu sync.Mutex
 
 	// oldest is at most the last-seen time of every entry, so that Purge
 	// skips the stripe without locking it while keepFrom <= oldest. Times
@@ -177,57 +195,62 @@ type trackerStripe struct {
 	// set it, under mu; Purge reads it without. Atomic.
 	oldest atomic.Int64
 
-	// index is a linear-probing table of tag<<32 | (entry number + 1),
-	// 0 for an empty slot, where tag is the high half of the series' hash.
-	// A slot's home is tag*len(index)>>32, so the table keeps the order of
-	// the tags, and growing it is a near-sequential merge. Guarded by mu.
-	index []uint64
+	used uint32 // entries of table in use, all indexed; guarded by mu
 
-	// chunks hold the entries: chunk k holds trackerChunkLen(k) of them, 16
-	// doubling to 1024, so that a small stripe wastes little and a large one
-	// never copies entries. Guarded by mu.
+	_ [44]byte // 128 bytes a stripe, in two cache lines
+}
+
+// trackerTable is a version of a stripe's series.
+//
+// index is a linear-probing table of tag<<32 | (entry number + 1), 0 for an
+// empty slot, where tag is the high half of the series' hash. A slot's home
+// is tag*len(index)>>32, so the table keeps the order of the tags, and
+// growing it is a near-sequential merge. Once the table is stored in its
+// stripe, its slots are read and written with sync/atomic, and the only
+// change is an empty slot taking a series: lookups without the lock see
+// series that are being added or not, and never a slot that moves.
+//
+// chunks hold the entries: chunk k holds trackerChunkLen(k) of them, 16
+// doubling to 1024, so that a small stripe wastes little and a large one
+// never copies entries. An entry is written before its slot is stored and
+// then never changes but for its time and histogram state, set with
+// sync/atomic. A new chunk makes a new table, with the same index: a lookup
+// that reads the slot of an entry beyond its version's chunks treats it as
+// a miss and looks again under the lock.
+//
+// Entries are never reused. A purge marks every entry of the old version
+// dead (trackerDead) as it drops it or copies it to the new one, so that an
+// update that found it through the old version fails its compare-and-swap
+// and looks again under the lock, after the purge. The old version is the
+// garbage collector's once the lookups that hold it are done.
+type trackerTable struct {
+	index  []uint64
 	chunks [][]trackerEntry
-
-	// changes counts inserts and purges, so that an insert that finds the
-	// stripe as its lookup under the read lock left it need not look again.
-	// Guarded by mu.
-	changes uint64
-
-	used uint32 // entries handed out, freed ones included; guarded by mu
-	free uint32 // 1 + the first free entry, 0 for none; guarded by mu
-	live uint32 // entries in use, and non-empty slots in index; guarded by mu
-
-	_ [28]byte // 128 bytes a stripe: stripes' locks don't share cache lines
 }
 
 // trackerEntry is a series: 32 bytes in the stringlabels build, 40 in the
 // slicelabels and dedupelabels builds.
-//
-// last and meta are written with plain stores under the stripe's write
-// lock, and with sync/atomic under its read lock, which the lock orders:
-// an insert or a purge, which write under the write lock, would pay for an
-// atomic exchange per store otherwise.
 type trackerEntry struct {
 	// 64-bit alignment of last and meta for sync/atomic, on 32-bit
 	// platforms too.
 	_ [0]atomic.Int64
-	// last is the last-seen time. A free entry holds math.MaxInt64, so
-	// that purges, which drop entries older than a time, pass over it.
+	// last is the last-seen time, trackerDead once a purge has dropped or
+	// moved the entry. Written with sync/atomic once the entry is indexed.
 	last int64
 	// meta is the custom trackers the series matched (low 32 bits) and its
-	// histogram state (high 32 bits; see trackerFree). A free entry holds
-	// trackerFree and, in the low bits, the next free entry + 1.
+	// histogram state (high 32 bits: 0 for a float series, buckets+1 for a
+	// native histogram series). Written under the stripe's lock, with
+	// sync/atomic once the entry is indexed, read without the lock.
 	meta uint64
 	// lset is the series' labels, the caller's own (the TSDB's). Written
-	// under the stripe's write lock.
+	// once, before the entry is indexed.
 	lset labels.Labels
 }
 
-// The high half of trackerEntry.meta: 0 for a float series, buckets+1 for a
-// native histogram series, trackerFreeHist for a free entry.
 const (
-	trackerFreeHist   = math.MaxUint32
-	trackerFree       = uint64(trackerFreeHist) << 32
+	// trackerDead is the time of an entry that a purge dropped or moved.
+	// Updates at that time are taken as at the next one (see Update).
+	trackerDead       = math.MinInt64
 	maxTrackedBuckets = math.MaxUint32 - 2 // larger counts are saturated
 )
 
@@ -245,6 +268,19 @@ func trackerChunkLen(k int) int {
 		return 16
 	}
 	return 8 << min(k, trackerMaxChunkShift-3)
+}
+
+// trackerCapacity returns the number of entries that the first k chunks
+// hold.
+func trackerCapacity(k int) uint32 {
+	switch {
+	case k == 0:
+		return 0
+	case k <= trackerMaxChunkShift-3:
+		return 8 << k
+	default:
+		return uint32(k-(trackerMaxChunkShift-4)) << trackerMaxChunkShift
+	}
 }
 
 // trackerEntryAt returns entry i of chunks: chunks 0 and 1 hold 16 entries,
@@ -312,10 +348,21 @@ func NewTracker(opts TrackerOptions) (*Tracker, error) {
 // it, and compares it with the ls of later updates. A native histogram
 // series updated with Update is counted as a float series from then on.
 //
-// Update reports whether the series was new. It makes no allocation for a
-// tracked series; for a new one, it allocates nothing of its own but, now
-// and then, a chunk of entries or a larger index for its stripe, which
-// amortises to 0 allocations per series (TestTrackerAllocs).
+// Update records that the float series with the given labels was seen at
+// now, any clock in any unit, the same as [Tracker.Purge] is given (now =
+// math.MinInt64 is taken as math.MinInt64+1). A series seen before keeps
+// the later of its times. hash is the hash of ls, such as
+// labels.Labels.Hash, computed by the caller: it must be the same for every
+// update of a series and should be well mixed; series whose hashes collide
+// are told apart by their labels. ls must be the TSDB's own labels (or an
+// immutable copy): for a new series the tracker keeps ls until a purge drops
+// it, and compares it with the ls of later updates. A native histogram
+// series updated with Update is counted as a float series from then on.
+//
+// Update reports whether the series was new. It takes no lock and makes no
+// allocation for a tracked series; for a new one, it allocates nothing of
+// its own but, now and then, a chunk of entries or a larger index for its
+// stripe, which amortises to 0 allocations per series (TestTrackerAllocs).
 func (t *Tracker) Update(hash uint64, ls labels.Labels, now int64) (created bool) {
 	return t.update(hash, ls, now, 0)
 }
@@ -325,7 +372,8 @@ func (t *Tracker) Update(hash uint64, ls labels.Labels, now int64) (created bool
 // bucket slices, summed). The tracker counts native histogram series and the
 // buckets each had at its last update; a series updated before as a float
 // is counted as a histogram from then on. Counts above 2^32-3 buckets are
-// saturated. UpdateHistogram panics if buckets is negative.
+// saturated. An update that changes a series' type or bucket count takes
+// its stripe's lock. UpdateHistogram panics if buckets is negative.
 func (t *Tracker) UpdateHistogram(hash uint64, ls labels.Labels, buckets int, now int64) (created bool) {
 	if buckets < 0 {
 		panic("ingest: Tracker.UpdateHistogram with a negative bucket count")
@@ -334,51 +382,99 @@ func (t *Tracker) UpdateHistogram(hash uint64, ls labels.Labels, buckets int, no
 }
 
 func (t *Tracker) update(hash uint64, ls labels.Labels, now int64, hist uint32) bool {
+	if now == trackerDead {
+		now++
+	}
 	s := &t.stripes[hash&t.mask]
 	tag := uint32(hash >> 32)
-	s.mu.RLock()
-	e, slot := s.find(tag, ls)
-	if e == nil {
-		changes := s.changes
-		s.mu.RUnlock()
-		return t.insert(s, tag, ls, now, hist, changes, slot)
+	tb := s.table.Load()
+	slot := -1
+	if tb != nil {
+		var e *trackerEntry
+		e, slot = tb.find(tag, ls)
+		if e != nil {
+			if trackerTouch(e, now) && uint32(atomic.LoadUint64(&e.meta)>>32) == hist {
+				return false
+			}
+			// Moved or dropped by a purge since the lookup, or a
+			// histogram state to change: under the lock.
+			return t.updateLocked(s, tag, ls, now, hist, nil, -1, false)
+		}
 	}
-	t.touch(e, now, hist)
-	s.mu.RUnlock()
-	return false
+	return t.updateLocked(s, tag, ls, now, hist, tb, slot, true)
 }
 
-// touch moves e's time forward to now and sets its histogram state. It
-// requires the stripe's lock held, for reading at least.
-func (t *Tracker) touch(e *trackerEntry, now int64, hist uint32) {
-	if prev := atomic.LoadInt64(&e.last); prev < now && !atomic.CompareAndSwapInt64(&e.last, prev, now) {
-		trackerAdvance(&e.last, now)
-	}
-	if m := atomic.LoadUint64(&e.meta); uint32(m>>32) != hist {
-		t.setHist(e, m, hist)
-	}
-}
-
-// trackerAdvance moves *last forward to now, for the updaters that lost a
-// race to move it.
-func trackerAdvance(last *int64, now int64) {
+// trackerTouch moves e's time forward to now. It reports false if e is
+// dead: dropped or moved by a purge.
+func trackerTouch(e *trackerEntry, now int64) bool {
 	for {
-		prev := atomic.LoadInt64(last)
-		if prev >= now || atomic.CompareAndSwapInt64(last, prev, now) {
-			return
+		prev := atomic.LoadInt64(&e.last)
+		switch {
+		case prev == trackerDead:
+			return false
+		case prev >= now:
+			return true
+		case atomic.CompareAndSwapInt64(&e.last, prev, now):
+			return true
 		}
 	}
 }
 
-// setHist changes e's histogram state to hist and the counts with it. It
-// requires the stripe's lock held, for reading at least: concurrent
-// updaters of e each account for the change their CompareAndSwap made.
-func (t *Tracker) setHist(e *trackerEntry, m uint64, hist uint32) {
-	for !atomic.CompareAndSwapUint64(&e.meta, m, uint64(hist)<<32|m&math.MaxUint32) {
-		if m = atomic.LoadUint64(&e.meta); uint32(m>>32) == hist {
-			return
+// updateLocked is update under the stripe's lock: it adds the series if it
+// is new, or moves its time forward and sets its histogram state. tb and
+// slot are where a lookup without the lock found the series missing, or nil
+// and -1; miss is whether it did.
+func (t *Tracker) updateLocked(s *trackerStripe, tag uint32, ls labels.Labels, now int64, hist uint32, tb *trackerTable, slot int, miss bool) bool {
+	// A series that was missing is likely new: matched before taking the
+	// lock, so that the matchers, which may be regular expressions, hold
+	// up no other writer.
+	var custom uint32
+	matched := miss && len(t.custom) > 0
+	if matched {
+		custom = t.match(ls)
+	}
+	s.mu.Lock()
+	cur := s.table.Load()
+	// Within a version of the table, slots are only ever filled: if the
+	// slot where the lookup ended is still empty, the series is still
+	// missing.
+	if cur != tb || slot < 0 || cur.index[slot] != 0 {
+		slot = -1
+		if cur != nil {
+			var e *trackerEntry
+			if e, slot = cur.find(tag, ls); e != nil {
+				// The current version's entries are all alive.
+				trackerTouch(e, now)
+				if m := e.meta; uint32(m>>32) != hist {
+					t.setHist(e, m, hist)
+				}
+				s.mu.Unlock()
+				return false
+			}
 		}
 	}
+	if !matched && len(t.custom) > 0 {
+		custom = t.match(ls)
+	}
+	s.insert(cur, slot, tag, ls, now, uint64(hist)<<32|uint64(custom))
+	if now < s.oldest.Load() {
+		s.oldest.Store(now)
+	}
+	// Counted under the lock, so that a purge of this stripe, which
+	// subtracts under it too, never takes a count below zero.
+	d := trackerHistDelta(hist, 1)
+	t.all.add(d)
+	for ; custom != 0; custom &= custom - 1 {
+		t.counts[bits.TrailingZeros32(custom)].add(d)
+	}
+	s.mu.Unlock()
+	return true
+}
+
+// setHist changes e's histogram state, whose meta is m, to hist, and the
+// counts with it. It requires the stripe's lock.
+func (t *Tracker) setHist(e *trackerEntry, m uint64, hist uint32) {
+	atomic.StoreUint64(&e.meta, uint64(hist)<<32|m&math.MaxUint32)
 	before, after := trackerHistDelta(uint32(m>>32), 1), trackerHistDelta(hist, 1)
 	d := trackerDelta{histograms: after.histograms - before.histograms, buckets: after.buckets - before.buckets}
 	t.all.add(d)
@@ -398,44 +494,6 @@ func trackerHistDelta(hist uint32, sign int64) trackerDelta {
 	return d
 }
 
-// insert adds the series unless another goroutine did since the lookup
-// that found the stripe at changes, and found the series' slot empty.
-func (t *Tracker) insert(s *trackerStripe, tag uint32, ls labels.Labels, now int64, hist uint32, changes uint64, slot int) bool {
-	// Matched before taking the lock, so that the matchers, which may be
-	// regular expressions, hold up no other update.
-	var custom uint32
-	if len(t.custom) > 0 {
-		custom = t.match(ls)
-	}
-	s.mu.Lock()
-	if s.changes != changes {
-		// The stripe changed since the lookup: look again.
-		var e *trackerEntry
-		if e, slot = s.find(tag, ls); e != nil {
-			t.touch(e, now, hist)
-			s.mu.Unlock()
-			return false
-		}
-	}
-	i := s.alloc()
-	e := trackerEntryAt(s.chunks, i)
-	e.lset, e.last, e.meta = ls, now, uint64(hist)<<32|uint64(custom)
-	s.add(tag, i, slot)
-	s.changes++
-	if now < s.oldest.Load() {
-		s.oldest.Store(now)
-	}
-	// Counted under the lock, so that a purge of this stripe, which
-	// subtracts under it too, never takes a count below zero.
-	d := trackerHistDelta(hist, 1)
-	t.all.add(d)
-	for ; custom != 0; custom &= custom - 1 {
-		t.counts[bits.TrailingZeros32(custom)].add(d)
-	}
-	s.mu.Unlock()
-	return true
-}
-
 // match returns the mask of the custom trackers ls matches.
 func (t *Tracker) match(ls labels.Labels) uint32 {
 	var mask uint32
@@ -451,23 +509,27 @@ next:
 	return mask
 }
 
-// find returns the entry of the series with tag and labels ls or, if there
-// is none, nil and the empty slot where its lookup ended (-1 if the index
-// has no slots). It requires s.mu held, for reading at least.
-func (s *trackerStripe) find(tag uint32, ls labels.Labels) (*trackerEntry, int) {
-	index := s.index
+// find returns the entry of the series with tag and labels ls, and its
+// slot, or, if there is none, nil and the empty slot where the lookup ended,
+// or -1 if the series may be in a later version of the table. Lookups
+// without the stripe's lock use it.
+func (tb *trackerTable) find(tag uint32, ls labels.Labels) (*trackerEntry, int) {
+	index := tb.index
 	n := uint64(len(index))
-	if n == 0 {
-		return nil, -1
-	}
+	capacity := trackerCapacity(len(tb.chunks))
 	for p := uint64(tag) * n >> 32; ; {
-		v := index[p]
+		v := atomic.LoadUint64(&index[p])
 		if v == 0 {
 			return nil, int(p)
 		}
 		if uint32(v>>32) == tag {
-			if e := trackerEntryAt(s.chunks, uint32(v)-1); labels.Equal(e.lset, ls) {
-				return e, 0
+			i := uint32(v) - 1
+			if i >= capacity {
+				// Added in a chunk of a later version.
+				return nil, -1
+			}
+			if e := trackerEntryAt(tb.chunks, i); labels.Equal(e.lset, ls) {
+				return e, int(p)
 			}
 		}
 		if p++; p == n {
@@ -476,77 +538,63 @@ func (s *trackerStripe) find(tag uint32, ls labels.Labels) (*trackerEntry, int) 
 	}
 }
 
-// alloc returns a free entry's number, reusing purged entries first. It
-// requires s.mu held for writing.
-func (s *trackerStripe) alloc() uint32 {
-	if s.free != 0 {
-		i := s.free - 1
-		s.free = uint32(trackerEntryAt(s.chunks, i).meta)
-		return i
-	}
+// insert adds a series with the given labels, time and meta to the stripe,
+// whose current table is tb (nil if the stripe is empty), in slot, the empty
+// slot where its lookup in tb ended. It requires s.mu.
+func (s *trackerStripe) insert(tb *trackerTable, slot int, tag uint32, ls labels.Labels, now int64, meta uint64) {
 	i := s.used
 	if i == math.MaxUint32-1 {
 		panic("ingest: Tracker stripe holds 2^32-2 series; use more stripes")
 	}
-	if k := len(s.chunks); i == s.capacity() {
-		if k == 0 {
-			s.chunks = make([][]trackerEntry, 0, 4) // 16 to 128 entries
+	var index []uint64
+	var chunks [][]trackerEntry
+	if tb != nil {
+		index, chunks = tb.index, tb.chunks
+	}
+	newChunks := i == trackerCapacity(len(chunks))
+	if newChunks {
+		if chunks == nil {
+			chunks = make([][]trackerEntry, 0, 4) // 16 to 128 entries
 		}
-		s.chunks = append(s.chunks, make([]trackerEntry, trackerChunkLen(k)))
+		// Appending may write past the end of the chunks of tb, in the
+		// same array: lookups with tb never read there.
+		chunks = append(chunks, make([]trackerEntry, trackerChunkLen(len(chunks))))
+	}
+	e := trackerEntryAt(chunks, i)
+	e.last, e.meta, e.lset = now, meta, ls
+	v := uint64(tag)<<32 | uint64(i+1)
+	// At 7/8 full, a lookup reads 4.5 slots on average, all but always in
+	// one or two cache lines. An index of 1024 slots or more then grows by
+	// a quarter, which keeps it at least 70% full, at most 11.4 bytes per
+	// series; a smaller one doubles, which halves the copies and the
+	// garbage of growing it (BenchmarkTrackerUpdate, state=new) where its
+	// slack costs 8 KiB at most.
+	switch n := uint64(len(index)); {
+	case (uint64(i)+1)*8 > n*7:
+		size := max(16, 2*n)
+		if n >= 1024 {
+			size = n + n/4
+		}
+		grown := make([]uint64, size)
+		for _, w := range index {
+			if w != 0 {
+				trackerPlace(grown, uint32(w>>32), uint32(w)-1)
+			}
+		}
+		trackerPlace(grown, tag, i)
+		s.table.Store(&trackerTable{index: grown, chunks: chunks})
+	case newChunks:
+		// The chunk must be in the version that lookups find the slot in.
+		s.table.Store(&trackerTable{index: index, chunks: chunks})
+		atomic.StoreUint64(&index[slot], v)
+	default:
+		atomic.StoreUint64(&index[slot], v)
 	}
 	s.used++
-	return i
 }
 
-// capacity returns the number of entries s.chunks hold. It requires s.mu
-// held.
-func (s *trackerStripe) capacity() uint32 {
-	k := len(s.chunks)
-	switch {
-	case k == 0:
-		return 0
-	case k <= trackerMaxChunkShift-3:
-		return 8 << k
-	default:
-		return uint32(k-(trackerMaxChunkShift-4)) << trackerMaxChunkShift
-	}
-}
-
-// add indexes entry i under tag in slot, the empty slot where a lookup of
-// the series ended, unless the index would then be more than 7/8 full: at
-// 7/8, a lookup reads 4.5 slots on average, all but always in one or two
-// cache lines. An index of 1024 slots or more then grows by a quarter,
-// which keeps it at least 70% full, at most 11.4 bytes per series; a
-// smaller one doubles, which halves the copies and the garbage of growing
-// it (BenchmarkTrackerUpdate, state=new) where its slack costs 8 KiB at
-// most. It requires s.mu held for writing.
-func (s *trackerStripe) add(tag, i uint32, slot int) {
-	if n := uint64(len(s.index)); (uint64(s.live)+1)*8 > n*7 {
-		if n < 1024 {
-			s.resize(max(16, 2*n))
-		} else {
-			s.resize(n + n/4)
-		}
-		trackerPlace(s.index, tag, i)
-	} else {
-		s.index[slot] = uint64(tag)<<32 | uint64(i+1)
-	}
-	s.live++
-}
-
-// resize moves the index to a table of n slots. It requires s.mu held for
-// writing.
-func (s *trackerStripe) resize(n uint64) {
-	old := s.index
-	s.index = make([]uint64, n)
-	for _, v := range old {
-		if v != 0 {
-			trackerPlace(s.index, uint32(v>>32), uint32(v)-1)
-		}
-	}
-}
-
-// trackerPlace puts entry i with tag in the first empty slot from its home.
+// trackerPlace puts entry i with tag in the first empty slot from its home,
+// in an index that no lookup sees yet.
 func trackerPlace(index []uint64, tag, i uint32) {
 	n := uint64(len(index))
 	p := uint64(tag) * n >> 32
@@ -560,16 +608,20 @@ func trackerPlace(index []uint64, tag, i uint32) {
 
 // Purge drops the series last seen before keepFrom, in the unit of the
 // times given to [Tracker.Update], and returns how many it dropped. It
-// takes one stripe's write lock at a time, for a pass over the stripe's
-// entries in memory order and one over its index (BenchmarkTrackerPurge:
-// 8 ms for 1M series, some 60 µs a stripe), so that updates of series in
-// the other stripes go on meanwhile. A stripe in which no series was older
-// than keepFrom at its last purge, and none was added older since, is
-// skipped without locking it. Concurrent calls of Purge run one at a time.
+// locks one stripe at a time, for a pass over the stripe's entries in
+// memory order and, if it finds series to drop, one over its index and one
+// over its entries that copies the others to new tables sized for them
+// (BenchmarkTrackerPurge: some 50 ms for 1M series, 0.4x of the Cortex
+// design's). Updates of tracked series take no lock and go on meanwhile,
+// but for those of the series of the stripe being purged, which wait for
+// it: some 0.4 ms at 1M series and the default stripes. A stripe in which
+// no series was older than keepFrom at its last purge, and none was added
+// older since, is skipped without locking it. Concurrent calls of Purge run
+// one at a time.
 //
-// Purge makes no allocation in the steady state; it allocates when a
-// stripe holds more entries than ever before, and when it moves a stripe
-// that shrank to a quarter of its peak to smaller tables.
+// Purge allocates the new tables of the stripes it drops series from, four
+// objects a stripe, as large as the stripe's remaining series need
+// (TestTrackerAllocs): 43 MiB for 1M series; the old tables are garbage.
 func (t *Tracker) Purge(keepFrom int64) (purged int) {
 	t.purgeMu.Lock()
 	defer t.purgeMu.Unlock()
@@ -586,154 +638,129 @@ func (t *Tracker) Purge(keepFrom int64) (purged int) {
 }
 
 // purgeStripe drops s's entries last seen before keepFrom. It requires
-// s.mu held for writing, and t.purgeMu.
+// s.mu and t.purgeMu.
 func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
-	// The first pass walks the entries in memory order, frees the idle
-	// ones and marks them in t.idle, a bitmap small enough for the L1
-	// cache, for the second pass, over the index, to find their slots.
-	words := int(s.used+63) / 64
-	if cap(t.idle) < words {
-		t.idle = make([]uint64, words)
-	}
-	idle := t.idle[:words]
-	clear(idle)
-	clear(t.dropped)
-	var dropped trackerDelta
-	oldest := int64(math.MaxInt64)
-	i, used := uint32(0), s.used
-	for _, chunk := range s.chunks {
-		if i >= used {
-			break
-		}
-		if used-i < uint32(len(chunk)) {
-			chunk = chunk[:used-i]
-		}
-		for j := range chunk {
-			e := &chunk[j]
-			// Free entries hold math.MaxInt64, hence pass here.
-			if last := e.last; last >= keepFrom {
-				oldest = min(oldest, last)
-				continue
-			}
-			n := i + uint32(j)
-			m := e.meta
-			d := trackerHistDelta(uint32(m>>32), -1)
-			dropped.series += d.series
-			dropped.histograms += d.histograms
-			dropped.buckets += d.buckets
-			for mask := uint32(m); mask != 0; mask &= mask - 1 {
-				c := &t.dropped[bits.TrailingZeros32(mask)]
-				c.series += d.series
-				c.histograms += d.histograms
-				c.buckets += d.buckets
-			}
-			idle[n/64] |= 1 << (n % 64)
-			// The labels are the TSDB's to free.
-			e.lset, e.last, e.meta = labels.Labels{}, math.MaxInt64, trackerFree|uint64(s.free)
-			s.free = n + 1
-		}
-		i += uint32(len(chunk))
-	}
-	s.oldest.Store(oldest)
-	n := int(-dropped.series)
-	if n == 0 {
+	tb := s.table.Load()
+	if tb == nil {
+		s.oldest.Store(math.MaxInt64)
 		return 0
 	}
-	s.changes++
-	s.unindex(idle, n)
-	s.live -= uint32(n)
+	// The first pass, over the entries in memory order, counts the idle
+	// ones. Updates may make some of them active again before the second.
+	idle := uint32(0)
+	oldest := int64(math.MaxInt64)
+	for i, left := 0, s.used; left > 0; i++ {
+		chunk := tb.chunks[i]
+		chunk = chunk[:min(uint32(len(chunk)), left)]
+		left -= uint32(len(chunk))
+		for j := range chunk {
+			if last := atomic.LoadInt64(&chunk[j].last); last < keepFrom {
+				idle++
+			} else {
+				oldest = min(oldest, last)
+			}
+		}
+	}
+	if idle == 0 {
+		s.oldest.Store(oldest)
+		return 0
+	}
+
+	// A pass over the index notes each entry's tag, so that the last pass
+	// can walk the entries in memory order, not the index's: at 1M series,
+	// that is 2 MiB of entries a stripe read in order rather than at
+	// random.
+	if cap(t.tags) < int(s.used) {
+		t.tags = make([]uint32, s.used)
+	}
+	tags := t.tags[:s.used]
+	for _, v := range tb.index {
+		if v != 0 {
+			tags[uint32(v)-1] = uint32(v >> 32)
+		}
+	}
+
+	// The last pass kills each entry: it swaps its time for trackerDead,
+	// so that the time it drops or keeps is the last any update set. It
+	// copies the ones it keeps to new chunks, in the same order, and
+	// places them in a new index.
+	kept := s.used - idle // as far as the first pass knows
+	chunks := trackerNewChunks(kept)
+	index := make([]uint64, trackerIndexLen(kept))
+	clear(t.dropped)
+	var dropped trackerDelta
+	oldest = math.MaxInt64
+	n := uint32(0)
+	for i, left := 0, s.used; left > 0; i++ {
+		chunk := tb.chunks[i]
+		chunk = chunk[:min(uint32(len(chunk)), left)]
+		first := s.used - left
+		left -= uint32(len(chunk))
+		for j := range chunk {
+			from := &chunk[j]
+			last := atomic.SwapInt64(&from.last, trackerDead)
+			m := from.meta
+			if last < keepFrom {
+				d := trackerHistDelta(uint32(m>>32), -1)
+				dropped.series += d.series
+				dropped.histograms += d.histograms
+				dropped.buckets += d.buckets
+				for mask := uint32(m); mask != 0; mask &= mask - 1 {
+					c := &t.dropped[bits.TrailingZeros32(mask)]
+					c.series += d.series
+					c.histograms += d.histograms
+					c.buckets += d.buckets
+				}
+				continue
+			}
+			if n == trackerCapacity(len(chunks)) {
+				// Made active again since the first pass.
+				chunks = append(chunks, make([]trackerEntry, trackerChunkLen(len(chunks))))
+			}
+			if (uint64(n)+1)*8 > uint64(len(index))*7 {
+				grown := make([]uint64, trackerIndexLen(n+1))
+				for _, w := range index {
+					if w != 0 {
+						trackerPlace(grown, uint32(w>>32), uint32(w)-1)
+					}
+				}
+				index = grown
+			}
+			e := trackerEntryAt(chunks, n)
+			e.last, e.meta, e.lset = last, m, from.lset
+			trackerPlace(index, tags[first+uint32(j)], n)
+			oldest = min(oldest, last)
+			n++
+		}
+	}
+	if n == 0 {
+		// Nothing left: the next series starts small.
+		s.table.Store(nil)
+	} else {
+		s.table.Store(&trackerTable{index: index, chunks: chunks})
+	}
+	s.used = n
+	s.oldest.Store(oldest)
 	t.all.add(dropped)
 	for i, d := range t.dropped {
 		t.counts[i].add(d)
 	}
-	switch {
-	case s.live == 0:
-		// Nothing left: give the tables back; the next series starts small.
-		s.index, s.chunks = nil, nil
-		s.used, s.free = 0, 0
-	case s.live < s.used/4 && s.used >= 1<<trackerMaxChunkShift:
-		s.compact()
-	}
-	return n
+	return int(-dropped.series)
 }
 
-// unindex deletes the n slots of the entries marked in idle from s.index,
-// shifting the slots after each one back (no tombstones, so lookups never
-// get slower). It requires s.mu held for writing.
-func (s *trackerStripe) unindex(idle []uint64, n int) {
-	index := s.index
-	size := len(index)
-	// Start the scan right after an empty slot (the index is never full):
-	// then no run of slots wraps around the scan's start, and a delete only
-	// moves slots that the scan has yet to reach into the slot it is at,
-	// which it checks again.
-	start := 0
-	for index[start] != 0 {
-		start++
+// trackerNewChunks returns the chunks for n entries, all in one array.
+func trackerNewChunks(n uint32) [][]trackerEntry {
+	k := 0
+	for trackerCapacity(k) < n {
+		k++
 	}
-	for p, seen := start, 0; n > 0 && seen < size; {
-		if v := index[p]; v != 0 && trackerMarked(idle, v) {
-			trackerDelete(index, p)
-			n--
-			continue
-		}
-		if p++; p == size {
-			p = 0
-		}
-		seen++
+	all := make([]trackerEntry, trackerCapacity(k))
+	chunks := make([][]trackerEntry, k, max(k, 4))
+	for i := range chunks {
+		c := trackerChunkLen(i)
+		chunks[i], all = all[:c:c], all[c:]
 	}
-}
-
-// trackerMarked reports whether the entry of slot v is marked in idle.
-func trackerMarked(idle []uint64, v uint64) bool {
-	i := uint32(v) - 1
-	return idle[i/64]&(1<<(i%64)) != 0
-}
-
-// trackerDelete empties slot p of index, moving back the slots after it
-// that may take its place (backward-shift deletion).
-func trackerDelete(index []uint64, p int) {
-	n := len(index)
-	for q := p; ; {
-		if q++; q == n {
-			q = 0
-		}
-		v := index[q]
-		if v == 0 {
-			break
-		}
-		// v may move to p unless its home is cyclically in (p, q].
-		h := int(uint64(uint32(v>>32)) * uint64(n) >> 32)
-		if p <= q {
-			if p < h && h <= q {
-				continue
-			}
-		} else if p < h || h <= q {
-			continue
-		}
-		index[p] = v
-		p = q
-	}
-	index[p] = 0
-}
-
-// compact moves the live entries to new chunks and the index to a table
-// sized for them, after a purge left a quarter of the entries or less in
-// use. It requires s.mu held for writing.
-func (s *trackerStripe) compact() {
-	index, chunks, live := s.index, s.chunks, s.live
-	s.chunks, s.used, s.free = nil, 0, 0
-	s.index = make([]uint64, trackerIndexLen(live))
-	for _, v := range index {
-		if v == 0 {
-			continue
-		}
-		from := trackerEntryAt(chunks, uint32(v)-1)
-		i := s.alloc()
-		e := trackerEntryAt(s.chunks, i)
-		e.lset, e.last, e.meta = from.lset, from.last, from.meta
-		trackerPlace(s.index, uint32(v>>32), i)
-	}
+	return chunks
 }
 
 // trackerIndexLen returns the length of an index for live series, 70%

@@ -277,9 +277,9 @@ var (
 //   - state=existing: series the tracker holds, each at a later time than
 //     before, so that every update stores its time. The goroutines walk the
 //     same series a few thousand apart: at 10k series, where everything
-//     fits in the caches, each update then moves its stripe's lock and its
-//     series' time from one core's cache to another's, which bounds both
-//     trackers alike when two cores are free;
+//     fits in the caches, each update then moves its series' time from one
+//     core's cache to another's and, in a tracker whose lookups lock (such
+//     as Cortex's), its stripe's lock as well;
 //   - state=new: series the tracker does not hold: each round of n
 //     updates adds every series to a tracker made for the round, so that
 //     the cost of growing the tracker to n series is in the op.
@@ -402,18 +402,19 @@ func BenchmarkTrackerPurge(b *testing.B) {
 }
 
 // BenchmarkTrackerStripes chose DefaultTrackerStripes: parallel updates of
-// 1M existing series and additions of new ones, by stripe count.
+// 10k and 1M existing series and additions of new ones, by stripe count.
 func BenchmarkTrackerStripes(b *testing.B) {
-	const n = 1_000_000
-	for _, state := range []string{"new", "existing"} {
-		for _, stripes := range []int{16, 32, 64, 128, 256, 512} {
-			b.Run(fmt.Sprintf("state=%s/stripes=%d", state, stripes), func(b *testing.B) {
-				if state == "new" {
-					benchTrackerNew(b, n, func() trackerImpl { return newIngestkitImpl(stripes) })
-				} else {
-					benchTrackerExisting(b, n, newIngestkitImpl(stripes))
-				}
-			})
+	for _, n := range []int{10_000, 1_000_000} {
+		for _, state := range []string{"new", "existing"} {
+			for _, stripes := range []int{16, 32, 64, 128, 256, 512, 1024} {
+				b.Run(fmt.Sprintf("series=%d/state=%s/stripes=%d", n, state, stripes), func(b *testing.B) {
+					if state == "new" {
+						benchTrackerNew(b, n, func() trackerImpl { return newIngestkitImpl(stripes) })
+					} else {
+						benchTrackerExisting(b, n, newIngestkitImpl(stripes))
+					}
+				})
+			}
 		}
 	}
 }

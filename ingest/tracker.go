@@ -575,12 +575,7 @@ func (s *trackerStripe) insert(tb *trackerTable, slot int, tag uint32, ls labels
 		if n >= 1024 {
 			size = n + n/4
 		}
-		grown := make([]uint64, size)
-		for _, w := range index {
-			if w != 0 {
-				trackerPlace(grown, uint32(w>>32), uint32(w)-1)
-			}
-		}
+		grown := trackerRehash(index, size)
 		trackerPlace(grown, tag, i)
 		s.table.Store(&trackerTable{index: grown, chunks: chunks})
 	case newChunks:
@@ -591,6 +586,18 @@ func (s *trackerStripe) insert(tb *trackerTable, slot int, tag uint32, ls labels
 		atomic.StoreUint64(&index[slot], v)
 	}
 	s.used++
+}
+
+// trackerRehash returns a new index of size slots with the series of
+// index, which no writer changes meanwhile.
+func trackerRehash(index []uint64, size uint64) []uint64 {
+	grown := make([]uint64, size)
+	for _, w := range index {
+		if w != 0 {
+			trackerPlace(grown, uint32(w>>32), uint32(w)-1)
+		}
+	}
+	return grown
 }
 
 // trackerPlace puts entry i with tag in the first empty slot from its home,
@@ -718,13 +725,7 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 				chunks = append(chunks, make([]trackerEntry, trackerChunkLen(len(chunks))))
 			}
 			if (uint64(n)+1)*8 > uint64(len(index))*7 {
-				grown := make([]uint64, trackerIndexLen(n+1))
-				for _, w := range index {
-					if w != 0 {
-						trackerPlace(grown, uint32(w>>32), uint32(w)-1)
-					}
-				}
-				index = grown
+				index = trackerRehash(index, trackerIndexLen(n+1))
 			}
 			e := trackerEntryAt(chunks, n)
 			e.last, e.meta, e.lset = last, m, from.lset

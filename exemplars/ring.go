@@ -968,8 +968,8 @@ func (r *Ring) Stats() Stats {
 	return s
 }
 
-// UpdateStats sets *s to the ring's counts, read together under the read
-// lock. It makes no allocation.
+// UpdateStats sets *s to the ring's counts, read together under the
+// ring's lock. It makes no allocation.
 func (r *Ring) UpdateStats(s *Stats) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -13,17 +13,18 @@ import (
 
 // DefaultTrackerStripes is the stripe count of a [Tracker] whose options
 // leave it zero. On this project's 2-core machines, BenchmarkTrackerStripes
-// (medians of 4 interleaved runs, counts from 16 to 1024) measures lock-free
-// updates of existing series at 83-94 ns at 10k series and 66-98 ns at 1M
-// whatever the count, additions of new series at 170-199 ns at 10k, and
-// at 1M additions that get faster with more stripes, whose locks are held
-// for less time while their tables grow: 440 ns at 16 stripes, 324 at 128,
-// 277 at 512, 243 at 1024. TestTrackerMemoryPerSeries measures 42 to 45
-// bytes per series up to 128 stripes and 46.8 at 512, and an empty tracker
-// costs 128 bytes a stripe. 128 stripes keep an empty tracker at 16 KiB, a
-// quarter of 512's, for the many small tenants of a multi-tenant ingester,
-// at additions some 15% slower than 512's. A tenant of millions of series
-// fed by many cores can take 512 or more; a small one, 16.
+// (-count 6, counts from 16 to 1024) measures lock-free updates of existing
+// series at 87-93 ns at 10k series and 68-93 ns at 1M whatever the count,
+// and additions of new series at 108-118 ns at 10k up to 512 stripes and
+// 250-344 ns at 1M, with no trend beyond the noise (± up to 17%) but for
+// 1024 stripes at 10k series, 250 ns, where each stripe holds a handful of
+// series and grows its tables more often. TestTrackerMemoryPerSeries
+// measures 42 to 45 bytes per series up to 128 stripes and 46.8 at 512, and
+// an empty tracker costs 128 bytes a stripe. So the default is the count
+// that keeps an empty tracker small, 16 KiB, a quarter of 512's, for the
+// many small tenants of a multi-tenant ingester, with room for cores
+// to update different stripes. A tenant of millions of series fed by many
+// cores can take 512 or more; a small one, 16.
 const DefaultTrackerStripes = 128
 
 // MaxCustomTrackers is the most [CustomTracker]s a [Tracker] takes: each
@@ -618,10 +619,11 @@ func trackerPlace(index []uint64, tag, i uint32) {
 // locks one stripe at a time, for a pass over the stripe's entries in
 // memory order and, if it finds series to drop, one over its index and one
 // over its entries that copies the others to new tables sized for them
-// (BenchmarkTrackerPurge: some 50 ms for 1M series, 0.4x of the Cortex
+// (BenchmarkTrackerPurge: 40 to 46 ms for 1M series, 0.36x of the Cortex
 // design's). Updates of tracked series take no lock and go on meanwhile,
 // but for those of the series of the stripe being purged, which wait for
-// it: some 0.4 ms at 1M series and the default stripes. A stripe in which
+// it: about a 128th of that, 0.3 ms, at 1M series and the default
+// stripes. A stripe in which
 // no series was older than keepFrom at its last purge, and none was added
 // older since, is skipped without locking it. Concurrent calls of Purge run
 // one at a time.

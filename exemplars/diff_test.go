@@ -241,7 +241,7 @@ func runDifferential(t testing.TB, src source, steps int, hashOf func(labels.Lab
 			case 0:
 				size = 0
 			case 1:
-				size = int64(len(ring.slots)) // unchanged
+				size = int64(ring.size) // unchanged
 			case 2:
 				size = -1
 			default:
@@ -503,4 +503,54 @@ func FuzzDifferential(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		runDifferential(t, &byteSource{b: b}, 300, nil)
 	})
+}
+
+// TestDifferentialSegments compares a Ring with Prometheus's storage at
+// sizes of thousands, grown and shrunk many times: rings that wrap, grow
+// with their oldest exemplars at the old end into segments of their own,
+// shrink across segments, grow past maxSegs segments, go to zero and
+// back, and take exemplars out of order in between. Everything is
+// compared after every resize and every few thousand adds.
+func TestDifferentialSegments(t *testing.T) {
+	const window = 1000
+	series := diffSeries[:6]
+	up := newUpstream(t, 10000, window)
+	ring := New(10000, Options{OutOfOrderTimeWindow: window})
+	r := rand.New(rand.NewPCG(7, 0xc4))
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf(format, args...)
+	}
+	now := int64(0)
+	add := func(n int) {
+		for range n {
+			now++
+			ts := now
+			if r.IntN(8) == 0 {
+				ts -= int64(r.IntN(window * 2))
+			}
+			s := series[r.IntN(len(series))]
+			e := exemplar.Exemplar{Labels: diffExemplarLabels[1+r.IntN(3)], Value: float64(r.IntN(4)), Ts: ts, HasTs: true}
+			if got, want := ring.AddExemplar(s, e), up.AddExemplar(s, e); !sameError(got, want) {
+				fail("AddExemplar(%s, %+v) = %v, want %v", s, e, got, want)
+			}
+		}
+	}
+	compare := func() {
+		compareIterate(t, ring, up, fail)
+		compareSelect(t, ring, up, math.MinInt64, math.MaxInt64, [][]*labels.Matcher{{}}, fail)
+		compareSelect(t, ring, up, now-3000, now-1000, [][]*labels.Matcher{{labels.MustNewMatcher(labels.MatchEqual, "job", "api")}}, fail)
+	}
+	add(15000)
+	compare()
+	for _, size := range []int64{20000, 6000, 9000, 4096, 4097, 30000, 8191, 8200, 8300, 8400, 8500, 8600, 8700, 8800, 8900, 0, 5000, 12289} {
+		if got, want := ring.Resize(size), up.Resize(size); got != want {
+			fail("Resize(%d) = %d, want %d", size, got, want)
+		}
+		compare()
+		add(int(size)/2 + 1)
+		compare()
+		add(int(size) + 7)
+		compare()
+	}
 }

@@ -7,8 +7,9 @@
 // by the hash of its labels that the caller may already have
 // ([Ring.AddExemplarHash]) rather than by a key built from the labels on
 // every add, finds the place of an exemplar far out of order by a binary
-// search rather than a walk of its series, shrinks in place, and grows
-// with one allocation. It takes and returns Prometheus's own types
+// search rather than a walk of its series, and resizes in place, moving
+// only the exemplars it must and allocating only the slots a grow adds.
+// It takes and returns Prometheus's own types
 // (labels.Labels, exemplar.Exemplar, exemplar.QueryResult, storage
 // errors), implements storage.ExemplarQueryable and tsdb.ExemplarStorage,
 // and reports Prometheus's exemplar metrics through an optional
@@ -21,8 +22,7 @@
 // Allocations: adding to a series the ring has, validating, and reading
 // stats make none; a new series may grow the index or the series table;
 // Select makes two (its result and the array of the exemplars it copies);
-// a shrink makes none, and a grow beyond the memory the ring kept makes
-// one, of the new size.
+// a shrink makes none, and a grow one, of the slots it adds.
 //
 // BenchmarkAddExemplar, BenchmarkAddExemplarOutOfOrder,
 // BenchmarkResizeExemplars and BenchmarkSelectExemplars in this package's

@@ -70,7 +70,7 @@ func (o *order) respace(need int) {
 func (r *Ring) buildOrder(s *seriesEntry) {
 	o := &order{}
 	o.respace(64)
-	for i := s.oldest; i != none; i = r.slots[i].next {
+	for i := s.oldest; i != none; i = r.at(i).next {
 		if o.hi == len(o.buf) {
 			o.respace(2 * o.len())
 		}
@@ -96,7 +96,7 @@ func (r *Ring) upper(o *order, ts int64) int {
 	lo, hi := o.lo, o.hi
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if r.slots[o.buf[m]].ts <= ts {
+		if r.at(o.buf[m]).ts <= ts {
 			lo = m + 1
 		} else {
 			hi = m
@@ -111,7 +111,7 @@ func (r *Ring) lower(o *order, ts int64) int {
 	lo, hi := o.lo, o.hi
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if r.slots[o.buf[m]].ts < ts {
+		if r.at(o.buf[m]).ts < ts {
 			lo = m + 1
 		} else {
 			hi = m
@@ -126,7 +126,7 @@ func (r *Ring) lower(o *order, ts int64) int {
 func (r *Ring) orderRemove(s *seriesEntry, pos int32) {
 	o := s.order
 	// The first slot at its timestamp, then along the run of equal ones.
-	i := r.lower(o, r.slots[pos].ts)
+	i := r.lower(o, r.at(pos).ts)
 	for o.at(i) != pos {
 		i++
 	}

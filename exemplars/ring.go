@@ -45,8 +45,8 @@ type Options struct {
 //
 // Memory: one 48-byte slot per exemplar in the default stringlabels build
 // (56 under slicelabels and dedupelabels), holding the exemplar's labels
-// header, value, timestamp and flags and the links of its series' list;
-// per series, a 48-byte entry (56) and a map slot keyed by the 8-byte hash.
+// header, value, timestamp and flags and the links of its series' list.
+// A grow allocates the slots it adds, not a new ring. Per series, a 48-byte entry (56) and a map slot keyed by the 8-byte hash.
 // The labels themselves are kept by reference, never copied. A series that
 // takes exemplars far out of order also keeps, while it has more than a few
 // dozen exemplars, the positions of its exemplars in time order, 4 bytes
@@ -67,13 +67,19 @@ type Options struct {
 type Ring struct {
 	mu sync.Mutex
 
-	// slots is the ring, in ingestion order from next: first the empty
-	// slots, then the exemplars from the oldest ingested to the newest.
-	// Slots beyond len(slots) and up to cap(slots), kept after a shrink,
-	// are zero. Guarded by mu.
-	slots []slot
-	next  int32 // the slot the next exemplar goes to; guarded by mu
-	live  int   // non-empty slots; guarded by mu
+	// segs hold the ring's size slots, one segment after the other, in
+	// ingestion order from next: first the empty slots, then the
+	// exemplars from the oldest ingested to the newest. New makes one
+	// segment, and each grow adds one of the slots it adds, up to
+	// maxSegs. first is segs[0], for the fast path of at. Slots beyond
+	// the length of a segment and up to its capacity, kept after a
+	// shrink, are zero. Guarded by mu.
+	first  []slot
+	segs   [][]slot // in segBuf
+	segBuf [maxSegs][]slot
+	size   int   // the number of slots; guarded by mu
+	next   int32 // the slot the next exemplar goes to; guarded by mu
+	live   int   // non-empty slots; guarded by mu
 
 	window int64 // the out-of-order window in milliseconds; guarded by mu
 
@@ -124,6 +130,48 @@ const unsorted = 1 << 31
 // chain returns the next series with the same hash as s, or 0.
 func (s *seriesEntry) chain() uint32 { return s.link &^ unsorted }
 
+// maxSegs is the most segments a ring has: a grow beyond it allocates
+// one segment of the new size and copies the ring into it. Rings are
+// resized rarely; the bound keeps at and the runs short.
+const maxSegs = 8
+
+// at returns slot i. Called with mu held.
+func (r *Ring) at(i int32) *slot {
+	if uint(i) < uint(len(r.first)) {
+		return &r.first[i]
+	}
+	return r.atSlow(int(i))
+}
+
+// atSlow returns slot i, beyond the first segment. Called with mu held.
+func (r *Ring) atSlow(i int) *slot {
+	return &r.span(i)[0]
+}
+
+// span returns the slots from i to the end of the segment that holds i.
+// Called with mu held.
+func (r *Ring) span(i int) []slot {
+	for _, sg := range r.segs {
+		if i < len(sg) {
+			return sg[i:]
+		}
+		i -= len(sg)
+	}
+	panic("exemplars: slot beyond the ring")
+}
+
+// spanTo returns the slots from the start of the segment that holds slot
+// j-1 up to j. Called with mu held.
+func (r *Ring) spanTo(j int) []slot {
+	for _, sg := range r.segs {
+		if j <= len(sg) {
+			return sg[:j]
+		}
+		j -= len(sg)
+	}
+	panic("exemplars: slot beyond the ring")
+}
+
 // exemplar returns the exemplar that s holds.
 func (s *slot) exemplar() exemplar.Exemplar {
 	return exemplar.Exemplar{Labels: s.labels, Value: s.value, Ts: s.ts, HasTs: s.hasTs}
@@ -145,10 +193,17 @@ var (
 func New(size int64, opts Options) *Ring {
 	n := clampSize(size)
 	r := &Ring{
-		slots:  make([]slot, n),
+		first:  make([]slot, n),
+		size:   n,
 		window: max(opts.OutOfOrderTimeWindow, 0),
 		index:  make(map[uint64]uint32, n/16),
 		series: make([]seriesEntry, 1, 1+n/16),
+	}
+	if n > 0 {
+		r.segBuf[0] = r.first
+		r.segs = r.segBuf[:1]
+	} else {
+		r.first = nil
 	}
 	return r
 }
@@ -216,8 +271,8 @@ func (r *Ring) AddExemplar(lset labels.Labels, e exemplar.Exemplar) error {
 // When the ring is full, the oldest exemplar ingested is dropped, whatever
 // its series. The ring keeps lset and e.Labels by reference; they must not
 // be modified afterwards. AddExemplarHash makes no allocation, except
-// when the index or the series table grow for a new series, or a series
-// taking exemplars far out of order builds or grows its order.
+// when the index or the series table grow for a new series, or when a
+// series taking exemplars far out of order builds or grows its order.
 func (r *Ring) AddExemplarHash(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	r.mu.Lock()
 	err := r.add(hash, lset, e)
@@ -260,7 +315,7 @@ func (r *Ring) lookup(hash uint64, lset labels.Labels) uint32 {
 // series). appended says whether an add is validating, which counts an
 // out-of-order exemplar. Called with mu held.
 func (r *Ring) validate(id uint32, e exemplar.Exemplar, appended bool) error {
-	if len(r.slots) == 0 {
+	if r.size == 0 {
 		return storage.ErrExemplarsDisabled
 	}
 	if name, dup := e.Labels.HasDuplicateLabelNames(); dup {
@@ -272,7 +327,7 @@ func (r *Ring) validate(id uint32, e exemplar.Exemplar, appended bool) error {
 	if id == 0 {
 		return nil
 	}
-	newest := &r.slots[r.series[id].newest]
+	newest := r.at(r.series[id].newest)
 	// exemplar.Exemplar.Equals, its cheapest tests first.
 	if newest.value == e.Value && (newest.ts == e.Ts || !(e.HasTs || newest.hasTs)) && labels.Equal(newest.labels, e.Labels) {
 		return storage.ErrDuplicateExemplar
@@ -305,7 +360,7 @@ func labelsShortEnough(ls labels.Labels) bool {
 // add is AddExemplarHash under the write lock, step by step Prometheus's
 // AddExemplar, so that the same exemplars are kept in the same order.
 func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
-	if len(r.slots) == 0 {
+	if r.size == 0 {
 		return storage.ErrExemplarsDisabled
 	}
 	id := r.lookup(hash, lset)
@@ -323,10 +378,10 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	ooo := false
 	if exists {
 		s := &r.series[id]
-		ooo = e.Ts >= r.slots[s.oldest].ts && e.Ts < r.slots[s.newest].ts
+		ooo = e.Ts >= r.at(s.oldest).ts && e.Ts < r.at(s.newest).ts
 		if ooo {
 			ins = r.before(id, e.Ts)
-			if r.slots[ins].ts == e.Ts {
+			if r.at(ins).ts == e.Ts {
 				return nil
 			}
 		}
@@ -335,7 +390,7 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	}
 
 	pos := r.next
-	if old := r.slots[pos].series; old != 0 {
+	if old := r.at(pos).series; old != 0 {
 		if r.unlink(pos) {
 			if old == id {
 				exists = false // the series keeps its entry and starts a new list
@@ -350,7 +405,7 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 		r.live++
 	}
 
-	sl := &r.slots[pos]
+	sl := r.at(pos)
 	*sl = slot{labels: e.Labels, value: e.Value, ts: e.Ts, series: id, hasTs: e.HasTs}
 	s := &r.series[id]
 	s.n++
@@ -360,15 +415,15 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 		sl.prev, sl.next = none, none
 		s.link &^= unsorted
 		r.dropOrder(s)
-	case e.Ts >= r.slots[s.newest].ts:
-		r.slots[s.newest].next = pos
+	case e.Ts >= r.at(s.newest).ts:
+		r.at(s.newest).next = pos
 		sl.prev, sl.next = s.newest, none
 		s.newest = pos
 		if s.order != nil {
 			s.order.insert(s.order.len(), pos)
 		}
-	case e.Ts < r.slots[s.oldest].ts:
-		r.slots[s.oldest].prev = pos
+	case e.Ts < r.at(s.oldest).ts:
+		r.at(s.oldest).prev = pos
 		sl.prev, sl.next = none, s.oldest
 		s.oldest = pos
 		s.link |= unsorted
@@ -376,11 +431,11 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 			s.order.insert(0, pos)
 		}
 	default:
-		after := r.slots[ins].next
+		after := r.at(ins).next
 		sl.prev, sl.next = ins, after
-		r.slots[ins].next = pos
+		r.at(ins).next = pos
 		if after != none {
-			r.slots[after].prev = pos
+			r.at(after).prev = pos
 		}
 		s.link |= unsorted
 		if s.order != nil {
@@ -389,7 +444,7 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	}
 
 	r.next++
-	if int(r.next) == len(r.slots) {
+	if int(r.next) == r.size {
 		r.next = 0
 	}
 	r.appended++
@@ -410,8 +465,8 @@ func (r *Ring) before(id uint32, ts int64) int32 {
 	s := &r.series[id]
 	if s.order == nil {
 		i, steps := s.newest, 0
-		for ; i != none && steps < walkLimit; i, steps = r.slots[i].prev, steps+1 {
-			if r.slots[i].ts <= ts {
+		for ; i != none && steps < walkLimit; i, steps = r.at(i).prev, steps+1 {
+			if r.at(i).ts <= ts {
 				return i
 			}
 		}
@@ -432,18 +487,18 @@ func (r *Ring) before(id uint32, ts int64) int32 {
 // removeExemplar. It reports whether the series has no exemplar left.
 // Called with mu.
 func (r *Ring) unlink(pos int32) bool {
-	sl := &r.slots[pos]
+	sl := r.at(pos)
 	s := &r.series[sl.series]
 	if s.order != nil {
 		r.orderRemove(s, pos)
 	}
 	if sl.prev != none {
-		r.slots[sl.prev].next = sl.next
+		r.at(sl.prev).next = sl.next
 	} else {
 		s.oldest = sl.next
 	}
 	if sl.next != none {
-		r.slots[sl.next].prev = sl.prev
+		r.at(sl.next).prev = sl.prev
 	} else {
 		s.newest = sl.prev
 	}
@@ -528,7 +583,7 @@ func (r *Ring) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exempl
 	}()
 
 	r.mu.Lock()
-	if len(r.slots) == 0 {
+	if r.size == 0 {
 		r.mu.Unlock()
 		return ret, nil
 	}
@@ -668,19 +723,38 @@ func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *sele
 	if !scan {
 		return exs
 	}
-	n := len(r.slots)
-	for k, i := 0, (int(r.next)+n-r.live)%n; k < r.live; k, i = k+1, i+1 {
-		if i == n {
-			i = 0
-		}
-		sl := &r.slots[i]
-		if p := sc.at[sl.series]; p != 0 && sl.ts >= start && sl.ts <= end {
-			exs[p-1] = sl.exemplar()
-			sc.at[sl.series] = p + 1
+	for run := range r.liveRuns {
+		for k := range run {
+			sl := &run[k]
+			if p := sc.at[sl.series]; p != 0 && sl.ts >= start && sl.ts <= end {
+				exs[p-1] = sl.exemplar()
+				sc.at[sl.series] = p + 1
+			}
 		}
 	}
 	clear(sc.at)
 	return exs
+}
+
+// liveRuns yields the non-empty slots from the oldest ingested to the
+// newest, in runs that each lie within one segment. Called with mu held.
+func (r *Ring) liveRuns(yield func([]slot) bool) {
+	n := r.size
+	if r.live == 0 {
+		return
+	}
+	i := (int(r.next) + n - r.live) % n
+	for left := r.live; left > 0; {
+		sp := r.span(i)
+		m := min(left, len(sp), n-i)
+		if !yield(sp[:m]) {
+			return
+		}
+		left -= m
+		if i += m; i == n {
+			i = 0
+		}
+	}
 }
 
 // candidate is a series that Select considers, and then the number of its
@@ -694,7 +768,7 @@ type candidate struct {
 // count returns the number of exemplars of s from start to end. Called
 // with mu held.
 func (r *Ring) count(s *seriesEntry, start, end int64) int {
-	first, last := r.slots[s.oldest].ts, r.slots[s.newest].ts
+	first, last := r.at(s.oldest).ts, r.at(s.newest).ts
 	switch {
 	case first > end || last < start || start > end:
 		return 0
@@ -705,13 +779,13 @@ func (r *Ring) count(s *seriesEntry, start, end int64) int {
 	}
 	n := 0
 	if end >= last {
-		for i := s.newest; i != none && r.slots[i].ts >= start; i = r.slots[i].prev {
+		for i := s.newest; i != none && r.at(i).ts >= start; i = r.at(i).prev {
 			n++
 		}
 		return n
 	}
-	for i := s.oldest; i != none && r.slots[i].ts <= end; i = r.slots[i].next {
-		if r.slots[i].ts >= start {
+	for i := s.oldest; i != none && r.at(i).ts <= end; i = r.at(i).next {
+		if r.at(i).ts >= start {
 			n++
 		}
 	}
@@ -722,17 +796,17 @@ func (r *Ring) count(s *seriesEntry, start, end int64) int {
 // order, walking from whichever end of the list the range is at. Called
 // with mu held.
 func (r *Ring) appendRange(dst []exemplar.Exemplar, s *seriesEntry, start, end int64) []exemplar.Exemplar {
-	if start > r.slots[s.oldest].ts && end >= r.slots[s.newest].ts {
+	if start > r.at(s.oldest).ts && end >= r.at(s.newest).ts {
 		n := len(dst)
-		for i := s.newest; i != none && r.slots[i].ts >= start; i = r.slots[i].prev {
-			dst = append(dst, r.slots[i].exemplar())
+		for i := s.newest; i != none && r.at(i).ts >= start; i = r.at(i).prev {
+			dst = append(dst, r.at(i).exemplar())
 		}
 		slices.Reverse(dst[n:])
 		return dst
 	}
-	for i := s.oldest; i != none && r.slots[i].ts <= end; i = r.slots[i].next {
-		if r.slots[i].ts >= start {
-			dst = append(dst, r.slots[i].exemplar())
+	for i := s.oldest; i != none && r.at(i).ts <= end; i = r.at(i).next {
+		if r.at(i).ts >= start {
+			dst = append(dst, r.at(i).exemplar())
 		}
 	}
 	return dst
@@ -761,19 +835,12 @@ outer:
 func (r *Ring) IterateExemplars(f func(seriesLabels labels.Labels, e exemplar.Exemplar) error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := len(r.slots)
-	if r.live == 0 {
-		return nil
-	}
-	// Skip the empty slots, which come first from next.
-	first := (int(r.next) + n - r.live) % n
-	for k, i := 0, first; k < r.live; k, i = k+1, i+1 {
-		if i == n {
-			i = 0
-		}
-		sl := &r.slots[i]
-		if err := f(r.series[sl.series].lset, sl.exemplar()); err != nil {
-			return err
+	for run := range r.liveRuns {
+		for k := range run {
+			sl := &run[k]
+			if err := f(r.series[sl.series].lset, sl.exemplar()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -785,17 +852,22 @@ func (r *Ring) IterateExemplars(f func(seriesLabels labels.Labels, e exemplar.Ex
 // no longer fit, and returns 0 when size is the current size or zero.
 //
 // Unlike Prometheus's, which allocates a new ring and copies every
-// exemplar, a shrink moves only the exemplars that are beyond the new size
-// and keeps the memory (a later grow up to the old size reuses it); a
-// shrink to zero releases it, and the series table and index with it. A grow beyond the memory kept allocates the
-// new ring once and copies the exemplars into it. Series lose the time
+// exemplar, Resize works in place and moves only the exemplars it must. A
+// grow makes one allocation, of the slots it adds, as a new segment of
+// the ring (or none, when a shrink kept the memory), except that a ring
+// grown maxSegs-1 times is copied into one segment of the new size; it
+// moves the oldest exemplars, if the ring has wrapped around, to the new
+// end. A shrink allocates nothing: it moves the exemplars beyond the new
+// size within it and releases the segments beyond it, keeping the memory
+// of the one it cuts; a shrink to zero releases every segment, and the
+// series table and index with them. Series lose the time
 // orders they kept for out-of-order exemplars, which are rebuilt when
 // needed.
 func (r *Ring) Resize(size int64) int {
 	n := clampSize(size)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	old := len(r.slots)
+	old := r.size
 	switch {
 	case n == old:
 		return 0
@@ -813,59 +885,52 @@ func (r *Ring) Resize(size int64) int {
 	}
 }
 
-// grow makes the ring n slots long, n > len(r.slots), with the new empty
-// slots at next: the oldest end of the ring. Called with mu held.
+// grow makes the ring n slots long, n > r.size, with the new empty slots
+// at next: the oldest end of the ring. Called with mu held.
 func (r *Ring) grow(n int) {
-	old := len(r.slots)
-	next := int(r.next)
-	if n <= cap(r.slots) {
-		// Make room at next by moving the slots from next on to the end.
-		d := n - old
-		r.slots = r.slots[:n]
-		copy(r.slots[next+d:], r.slots[next:old])
-		clear(r.slots[next : next+d])
+	old, next := r.size, int(r.next)
+	r.setSize(n)
+	if next == 0 {
+		// The newest exemplar is at the old end: the new slots follow it.
+		r.next = int32(old)
+		return
+	}
+	// The exemplars from next on, if any, are the oldest, up to the old
+	// end; they move to the new end.
+	if m := r.live - next; m > 0 {
+		from, d := old-m, n-old
+		r.move(from+d, from, m)
+		r.clearSlots(from, min(old, from+d))
 		r.relink(func(i int32) int32 {
-			if int(i) >= next {
+			if int(i) >= from {
 				return i + int32(d)
 			}
 			return i
 		})
-		return
 	}
-	// One allocation, into which the ring is copied from its oldest slot.
-	slots := make([]slot, n)
-	copy(slots, r.slots[next:])
-	copy(slots[old-next:], r.slots[:next])
-	r.slots = slots
-	r.next = int32(old)
-	r.relink(func(i int32) int32 {
-		if int(i) >= next {
-			return i - int32(next)
-		}
-		return i + int32(old-next)
-	})
 }
 
-// shrink makes the ring n slots long, n < len(r.slots), dropping the
-// oldest exemplars that do not fit, and moving those that are kept beyond
-// n within the first n slots. Called with mu.
+// shrink makes the ring n slots long, n < r.size, dropping the oldest
+// exemplars that do not fit, and moving those that are kept beyond n
+// within the first n slots. Called with mu.
 func (r *Ring) shrink(n int) {
-	old := len(r.slots)
+	old := r.size
 	if drop := r.live - n; drop > 0 {
 		first := (int(r.next) + old - r.live) % old
 		for k := range drop {
 			i := int32((first + k) % old)
-			id := r.slots[i].series
+			id := r.at(i).series
 			if r.unlink(i) {
 				r.removeSeries(id)
 			}
-			r.slots[i] = slot{}
+			*r.at(i) = slot{}
 		}
 		r.live = n
 	}
 	if n == 0 {
 		// Release everything: a ring of size zero is disabled, and may stay so.
-		r.slots, r.next = nil, 0
+		r.first, r.segs, r.segBuf = nil, nil, [maxSegs][]slot{}
+		r.size, r.next = 0, 0
 		r.series, r.free, r.index = nil, 0, nil
 		return
 	}
@@ -881,9 +946,11 @@ func (r *Ring) shrink(n int) {
 		// The kept exemplars are within the first n slots already.
 		r.next = int32(end % n)
 	case k <= end:
-		// They are in one run that ends beyond n: move it to the start.
+		// They are in one run that ends beyond n: move it to the start,
+		// and clear the stale copies it leaves.
 		from := end - k
-		copy(r.slots, r.slots[from:end])
+		r.move(0, from, k)
+		r.clearSlots(k, end)
 		remap = func(i int32) int32 { return i - int32(from) }
 		r.next = int32(k % n)
 	default:
@@ -891,7 +958,7 @@ func (r *Ring) shrink(n int) {
 		// to the end of the first n slots; the newer part stays at the start.
 		m := k - end
 		from := old - m
-		copy(r.slots[n-m:], r.slots[from:])
+		r.move(n-m, from, m)
 		remap = func(i int32) int32 {
 			if int(i) >= from {
 				return i - int32(old-n)
@@ -900,30 +967,107 @@ func (r *Ring) shrink(n int) {
 		}
 		r.next = int32(end % n)
 	}
-	clear(r.slots[n:old])
-	r.slots = r.slots[:n]
+	r.setSize(n) // drops what is left beyond n
 	if remap != nil {
-		if k <= end {
-			// The run moved to the start; the slots it left are stale copies.
-			clear(r.slots[k:min(end, n)])
-		}
 		r.relink(remap)
+	}
+}
+
+// setSize makes the ring n slots long, n > 0, without moving any: it
+// adds the slots of a grow, in the capacity the last segment kept and
+// then a new segment, or cuts the segments at n, releasing those beyond
+// and clearing what the one it cuts keeps in its capacity. Called with mu
+// held.
+func (r *Ring) setSize(n int) {
+	old := r.size
+	r.size = n
+	if n < old {
+		for k, sg := range r.segs {
+			if n <= len(sg) {
+				clear(sg[n:])
+				r.segs[k] = sg[:n]
+				clear(r.segs[k+1:])
+				r.segs = r.segs[:k+1]
+				break
+			}
+			n -= len(sg)
+		}
+	} else {
+		need := n - old
+		if k := len(r.segs) - 1; k >= 0 {
+			last := r.segs[k]
+			add := min(need, cap(last)-len(last))
+			r.segs[k] = last[:len(last)+add] // zero beyond len, cleared when cut
+			need -= add
+		}
+		if r.segs == nil { // released by a resize to zero
+			r.segs = r.segBuf[:0]
+		}
+		switch {
+		case need == 0:
+		case len(r.segs) < maxSegs:
+			r.segs = append(r.segs, make([]slot, need))
+		default:
+			all := make([]slot, 0, r.size)
+			for _, sg := range r.segs {
+				all = append(all, sg...)
+			}
+			r.segBuf = [maxSegs][]slot{}
+			r.segBuf[0] = all[:r.size]
+			r.segs = r.segBuf[:1]
+		}
+	}
+	r.first = r.segs[0]
+}
+
+// move copies the n slots from src to the n from dst, which may overlap.
+// Called with mu held.
+func (r *Ring) move(dst, src, n int) {
+	if dst == src {
+		return
+	}
+	// Copy run by run, each within one segment at both ends: from the
+	// start when moving down, from the end when moving up, so that no slot
+	// is overwritten before it is copied.
+	for n > 0 {
+		if dst < src {
+			to, from := r.span(dst), r.span(src)
+			m := copy(to[:min(n, len(to))], from)
+			dst, src, n = dst+m, src+m, n-m
+			continue
+		}
+		to, from := r.spanTo(dst+n), r.spanTo(src+n)
+		m := min(n, len(to), len(from))
+		copy(to[len(to)-m:], from[len(from)-m:])
+		n -= m
+	}
+}
+
+// clearSlots empties the slots from i to j. Called with mu held.
+func (r *Ring) clearSlots(i, j int) {
+	for i < j {
+		sp := r.span(i)
+		m := min(j-i, len(sp))
+		clear(sp[:m])
+		i += m
 	}
 }
 
 // relink applies remap to the slot numbers of every list. Called with mu
 // held, after the slots were moved.
 func (r *Ring) relink(remap func(int32) int32) {
-	for i := range r.slots {
-		sl := &r.slots[i]
-		if sl.series == 0 {
-			continue
-		}
-		if sl.prev != none {
-			sl.prev = remap(sl.prev)
-		}
-		if sl.next != none {
-			sl.next = remap(sl.next)
+	for _, sg := range r.segs {
+		for i := range sg {
+			sl := &sg[i]
+			if sl.series == 0 {
+				continue
+			}
+			if sl.prev != none {
+				sl.prev = remap(sl.prev)
+			}
+			if sl.next != none {
+				sl.next = remap(sl.next)
+			}
 		}
 	}
 	for id := 1; id < len(r.series); id++ {
@@ -978,10 +1122,10 @@ func (r *Ring) UpdateStats(s *Stats) {
 		OutOfOrder: r.outOfOrder,
 		Exemplars:  r.live,
 		Series:     r.nseries,
-		Size:       len(r.slots),
+		Size:       r.size,
 	}
 	if r.live > 0 {
-		n := len(r.slots)
-		s.OldestTimestamp = r.slots[(int(r.next)+n-r.live)%n].ts
+		n := r.size
+		s.OldestTimestamp = r.at(int32((int(r.next) + n - r.live) % n)).ts
 	}
 }

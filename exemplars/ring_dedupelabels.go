@@ -24,9 +24,11 @@ func (r *Ring) ResetSymbolTable(st *labels.SymbolTable) {
 			s.lset = rebuild(s.lset)
 		}
 	}
-	for i := range r.slots {
-		if sl := &r.slots[i]; sl.series != 0 {
-			sl.labels = rebuild(sl.labels)
+	for _, sg := range r.segs {
+		for i := range sg {
+			if sl := &sg[i]; sl.series != 0 {
+				sl.labels = rebuild(sl.labels)
+			}
 		}
 	}
 }

@@ -222,42 +222,72 @@ func mallocs(f func()) (n, bytes uint64) {
 	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
 }
 
-// TestResizeAllocations checks that a shrink allocates nothing, that a
-// grow into the memory a shrink kept allocates nothing, and that a grow
-// beyond it allocates the new ring once.
+// TestResizeAllocations checks what Resize allocates: nothing to shrink,
+// or to grow within the memory a shrink kept; to grow beyond it, one
+// allocation, of the slots it adds, never a new ring, except for the
+// grow that would make more than maxSegs segments, which allocates one of
+// the new size.
 func TestResizeAllocations(t *testing.T) {
-	ring := New(1000, Options{})
-	for i := range 1500 {
-		if err := ring.AddExemplar(labels.FromStrings("service", strconv.Itoa(i/100)), exemplar.Exemplar{Value: float64(i), Ts: int64(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	slotSize := uint64(reflect.TypeFor[slot]().Size())
-	tests := []struct {
+	const page = 8192 // large allocations are rounded up to pages
+	type step struct {
 		to            int64
 		allocs        uint64
-		minB, maxB    uint64
+		slots         uint64 // what the allocation holds, if one
 		wantExemplars int
+	}
+	tests := []struct {
+		from, fill int // a ring of from slots, filled with fill exemplars
+		steps      []step
 	}{
-		{500, 0, 0, 0, 500},                              // shrink in place
-		{900, 0, 0, 0, 500},                              // grow within the memory kept
-		{1000, 0, 0, 0, 500},                             // back to the first size
-		{4000, 1, 4000 * slotSize, 4200 * slotSize, 500}, // beyond: one allocation of the new size
-		{0, 0, 0, 0, 0},                                  // to zero, releasing everything
-		{10, 1, 10 * slotSize, 16 * slotSize, 0},         // and back
+		{1000, 1500, []step{
+			{500, 0, 0, 500},     // shrink in place
+			{900, 0, 0, 500},     // grow within the memory kept
+			{1000, 0, 0, 500},    // back to the first size
+			{4000, 1, 3000, 500}, // beyond: the slots added
+			{0, 0, 0, 0},         // to zero, releasing everything
+			{10, 1, 10, 0},       // and back
+		}},
+		// Wrapped at 5,000: the grow moves the oldest 5,000 exemplars to
+		// the end, into the slots it adds; the shrink cuts the first
+		// segment and drops the second.
+		{10000, 15000, []step{{20000, 1, 10000, 10000}, {6000, 0, 0, 6000}}},
+		// Seven grows make eight segments; the eighth copies the ring into
+		// one.
+		{100, 150, []step{
+			{110, 1, 10, 100}, {120, 1, 10, 100}, {130, 1, 10, 100}, {140, 1, 10, 100},
+			{150, 1, 10, 100}, {160, 1, 10, 100}, {170, 1, 10, 100}, {180, 1, 180, 100},
+		}},
 	}
 	mallocs(func() {}) // the first measurement counts the runtime's own
 	for _, tt := range tests {
-		var kept int
-		n, b := mallocs(func() { kept = ring.Resize(tt.to) })
-		if n != tt.allocs || b < tt.minB || b > tt.maxB {
-			t.Errorf("Resize(%d) made %d allocations of %d bytes, want %d of %d to %d", tt.to, n, b, tt.allocs, tt.minB, tt.maxB)
+		ring := New(int64(tt.from), Options{})
+		for i := range tt.fill {
+			if err := ring.AddExemplar(labels.FromStrings("service", strconv.Itoa(i/100)), exemplar.Exemplar{Value: float64(i), Ts: int64(i)}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if got := ring.Stats().Exemplars; got != tt.wantExemplars {
-			t.Errorf("after Resize(%d) = %d, Stats().Exemplars = %d, want %d", tt.to, kept, got, tt.wantExemplars)
-		}
-		if tt.to == 0 && (ring.slots != nil || ring.series != nil || ring.index != nil) {
-			t.Errorf("after Resize(0), the ring keeps %d slots, %d series entries and an index", cap(ring.slots), cap(ring.series))
+		for _, st := range tt.steps {
+			var kept int
+			n, b := mallocs(func() { kept = ring.Resize(st.to) })
+			minB := st.slots * slotSize
+			maxB := minB + minB/8 + page // size classes
+			if n != st.allocs || b < minB || b > maxB {
+				t.Errorf("%d to %d: Resize(%d) made %d allocations of %d bytes, want %d of %d to %d", tt.from, st.to, st.to, n, b, st.allocs, minB, maxB)
+			}
+			if got := ring.Stats().Exemplars; got != st.wantExemplars {
+				t.Errorf("after Resize(%d) = %d, Stats().Exemplars = %d, want %d", st.to, kept, got, st.wantExemplars)
+			}
+			if st.to == 0 && (ring.segs != nil || ring.first != nil || ring.series != nil || ring.index != nil) {
+				t.Errorf("after Resize(0), the ring keeps %d segments, %d series entries and an index", len(ring.segs), cap(ring.series))
+			}
+			total := 0
+			for _, sg := range ring.segs {
+				total += len(sg)
+			}
+			if total != int(max(st.to, 0)) || len(ring.segs) > maxSegs {
+				t.Errorf("after Resize(%d), %d segments of %d slots in all", st.to, len(ring.segs), total)
+			}
 		}
 	}
 }
@@ -363,7 +393,7 @@ func TestOrderEqualTimestamps(t *testing.T) {
 	ring.buildOrder(s)
 	list := func() []int32 {
 		var l []int32
-		for i := s.oldest; i != none; i = ring.slots[i].next {
+		for i := s.oldest; i != none; i = ring.at(i).next {
 			l = append(l, i)
 		}
 		return l
@@ -378,7 +408,7 @@ func TestOrderEqualTimestamps(t *testing.T) {
 	}
 	// Dropping down to a few exemplars drops the order.
 	for i := range int32(150) {
-		if ring.slots[i].series != 0 && s.n > 1 {
+		if ring.at(i).series != 0 && s.n > 1 {
 			ring.unlink(i)
 		}
 	}

@@ -177,6 +177,16 @@ func (s *slot) exemplar() exemplar.Exemplar {
 	return exemplar.Exemplar{Labels: s.labels, Value: s.value, Ts: s.ts, HasTs: s.hasTs}
 }
 
+// copyTo sets *e to the exemplar that s holds, field by field: while the
+// garbage collector marks, that costs a write barrier for the labels only,
+// where assigning the whole struct costs a bulk barrier over its memory.
+func (s *slot) copyTo(e *exemplar.Exemplar) {
+	e.Labels = s.labels
+	e.Value = s.value
+	e.Ts = s.ts
+	e.HasTs = s.hasTs
+}
+
 // Interfaces that a Prometheus fork swaps the ring in behind.
 var (
 	_ tsdb.ExemplarStorage           = (*Ring)(nil)
@@ -611,8 +621,8 @@ func (r *Ring) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exempl
 	total := 0
 	r.mu.Lock()
 	for i := range cands {
-		cands[i].n = r.countIfSame(&cands[i], start, end)
-		total += cands[i].n
+		cands[i].n = int32(r.countIfSame(&cands[i], start, end))
+		total += int(cands[i].n)
 	}
 	r.mu.Unlock()
 	if total == 0 {
@@ -624,29 +634,36 @@ func (r *Ring) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exempl
 	exs = r.copySelected(exs, cands, sc, start, end)
 	r.mu.Unlock()
 
-	from, selected := 0, 0
-	for _, c := range cands {
-		if c.n > 0 {
-			selected++
+	// Sort the series by labels through a permutation of their places in
+	// cands: moving 4-byte numbers rather than results costs no write
+	// barriers while the garbage collector marks.
+	perm := sc.perm[:0]
+	from := int32(0)
+	for i := range cands {
+		if c := &cands[i]; c.n > 0 {
+			c.from = from
+			from += c.n
+			perm = append(perm, int32(i))
 		}
 	}
-	ret = slices.Grow(ret, selected)
-	for _, c := range cands {
-		if c.n > 0 {
-			to := from + c.n
-			ret = append(ret, exemplar.QueryResult{SeriesLabels: c.lset, Exemplars: exs[from:to:to]})
-			from = to
-		}
-	}
-	slices.SortFunc(ret, func(a, b exemplar.QueryResult) int {
-		return labels.Compare(a.SeriesLabels, b.SeriesLabels)
+	slices.SortFunc(perm, func(a, b int32) int {
+		return labels.Compare(cands[a].lset, cands[b].lset)
 	})
+	ret = slices.Grow(ret, len(perm))[:len(perm)]
+	for k, i := range perm {
+		c, q := &cands[i], &ret[k]
+		to := c.from + c.n
+		q.SeriesLabels = c.lset
+		q.Exemplars = exs[c.from:to:to]
+	}
+	sc.perm = perm[:0]
 	return ret, nil
 }
 
 // selectScratch is what Select reuses from one call to the next.
 type selectScratch struct {
 	cands []candidate
+	perm  []int32 // places in cands, sorted by labels
 	// at is, by series id, 1 + the index in the result of the next
 	// exemplar of the series, for the series that copySelected copies by
 	// its pass over the ring, and 0 for the others.
@@ -686,8 +703,8 @@ func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *sele
 	sum := 0
 	for i := range cands {
 		if cands[i].n > 0 {
-			cands[i].n = r.countIfSame(&cands[i], start, end)
-			sum += cands[i].n
+			cands[i].n = int32(r.countIfSame(&cands[i], start, end))
+			sum += int(cands[i].n)
 		}
 	}
 	if sum > len(exs) {
@@ -697,7 +714,7 @@ func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *sele
 			if c.n > 0 {
 				from := len(exs)
 				exs = r.appendRange(exs, &r.series[c.id], start, end)
-				c.n = len(exs) - from
+				c.n = int32(len(exs) - from)
 			}
 		}
 		return exs
@@ -716,9 +733,9 @@ func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *sele
 		if s := &r.series[c.id]; scan && s.link&unsorted == 0 {
 			sc.at[c.id] = int32(off + 1)
 		} else {
-			r.appendRange(exs[off:off:off+c.n], s, start, end)
+			r.appendRange(exs[off:off:off+int(c.n)], s, start, end)
 		}
-		off += c.n
+		off += int(c.n)
 	}
 	if !scan {
 		return exs
@@ -727,7 +744,7 @@ func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *sele
 		for k := range run {
 			sl := &run[k]
 			if p := sc.at[sl.series]; p != 0 && sl.ts >= start && sl.ts <= end {
-				exs[p-1] = sl.exemplar()
+				sl.copyTo(&exs[p-1])
 				sc.at[sl.series] = p + 1
 			}
 		}
@@ -762,7 +779,8 @@ func (r *Ring) liveRuns(yield func([]slot) bool) {
 type candidate struct {
 	lset labels.Labels
 	id   uint32
-	n    int
+	n    int32 // exemplars selected, at most MaxSize in all
+	from int32 // the place of the first in the result's array
 }
 
 // count returns the number of exemplars of s from start to end. Called
@@ -796,17 +814,22 @@ func (r *Ring) count(s *seriesEntry, start, end int64) int {
 // order, walking from whichever end of the list the range is at. Called
 // with mu held.
 func (r *Ring) appendRange(dst []exemplar.Exemplar, s *seriesEntry, start, end int64) []exemplar.Exemplar {
+	first := s.oldest
 	if start > r.at(s.oldest).ts && end >= r.at(s.newest).ts {
-		n := len(dst)
+		// The range is at the newest end: find where it starts from there.
+		first = none
 		for i := s.newest; i != none && r.at(i).ts >= start; i = r.at(i).prev {
-			dst = append(dst, r.at(i).exemplar())
+			first = i
 		}
-		slices.Reverse(dst[n:])
-		return dst
 	}
-	for i := s.oldest; i != none && r.at(i).ts <= end; i = r.at(i).next {
-		if r.at(i).ts >= start {
-			dst = append(dst, r.at(i).exemplar())
+	for i := first; i != none && r.at(i).ts <= end; i = r.at(i).next {
+		if sl := r.at(i); sl.ts >= start {
+			if len(dst) < cap(dst) {
+				dst = dst[:len(dst)+1]
+				sl.copyTo(&dst[len(dst)-1])
+			} else {
+				dst = append(dst, sl.exemplar())
+			}
 		}
 	}
 	return dst

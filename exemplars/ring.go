@@ -140,12 +140,7 @@ func (r *Ring) at(i int32) *slot {
 	if uint(i) < uint(len(r.first)) {
 		return &r.first[i]
 	}
-	return r.atSlow(int(i))
-}
-
-// atSlow returns slot i, beyond the first segment. Called with mu held.
-func (r *Ring) atSlow(i int) *slot {
-	return &r.span(i)[0]
+	return &r.span(int(i))[0]
 }
 
 // span returns the slots from i to the end of the segment that holds i.

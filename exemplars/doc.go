@@ -22,7 +22,8 @@
 // Allocations: adding to a series the ring has, validating, and reading
 // stats make none; a new series may grow the index or the series table;
 // Select makes two (its result and the array of the exemplars it copies);
-// a shrink makes none, and a grow one, of the slots it adds.
+// a shrink makes none, and a grow one, of the slots it adds (of the new
+// size, once the ring has 8 segments; see Ring.Resize).
 //
 // BenchmarkAddExemplar, BenchmarkAddExemplarOutOfOrder,
 // BenchmarkResizeExemplars and BenchmarkSelectExemplars in this package's

@@ -45,8 +45,10 @@ type Options struct {
 //
 // Memory: one 48-byte slot per exemplar in the default stringlabels build
 // (56 under slicelabels and dedupelabels), holding the exemplar's labels
-// header, value, timestamp and flags and the links of its series' list.
-// A grow allocates the slots it adds, not a new ring. Per series, a 48-byte entry (56) and a map slot keyed by the 8-byte hash.
+// header, value, timestamp and flags and the links of its series' list;
+// a grow allocates the slots it adds, not a new ring (see [Ring.Resize]).
+// Per series, a 48-byte entry (56) and a map slot keyed by the 8-byte
+// hash.
 // The labels themselves are kept by reference, never copied. A series that
 // takes exemplars far out of order also keeps, while it has more than a few
 // dozen exemplars, the positions of its exemplars in time order, 4 bytes
@@ -872,8 +874,9 @@ func (r *Ring) IterateExemplars(f func(seriesLabels labels.Labels, e exemplar.Ex
 // Unlike Prometheus's, which allocates a new ring and copies every
 // exemplar, Resize works in place and moves only the exemplars it must. A
 // grow makes one allocation, of the slots it adds, as a new segment of
-// the ring (or none, when a shrink kept the memory), except that a ring
-// grown maxSegs-1 times is copied into one segment of the new size; it
+// the ring (or none, when a shrink kept the memory), except that the
+// grow of a ring that has 8 segments already copies it into one segment
+// of the new size; it
 // moves the oldest exemplars, if the ring has wrapped around, to the new
 // end. A shrink allocates nothing: it moves the exemplars beyond the new
 // size within it and releases the segments beyond it, keeping the memory
@@ -1026,6 +1029,8 @@ func (r *Ring) setSize(n int) {
 		case len(r.segs) < maxSegs:
 			r.segs = append(r.segs, make([]slot, need))
 		default:
+			// One segment of the new size; what the old ones do not fill
+			// is the zero capacity of the allocation.
 			all := make([]slot, 0, r.size)
 			for _, sg := range r.segs {
 				all = append(all, sg...)

@@ -543,14 +543,25 @@ func TestDifferentialSegments(t *testing.T) {
 	}
 	add(15000)
 	compare()
-	for _, size := range []int64{20000, 6000, 9000, 4096, 4097, 30000, 8191, 8200, 8300, 8400, 8500, 8600, 8700, 8800, 8900, 0, 5000, 12289} {
+	// After 8191, which keeps the memory of 10,000 slots, each grow to
+	// 10,100 and on adds a segment, until the grow to 10,800 would make a
+	// ninth and copies the ring into one.
+	consolidated := false
+	for _, size := range []int64{20000, 6000, 9000, 4096, 4097, 30000, 8191, 10100, 10200, 10300, 10400, 10500, 10600, 10700, 10800, 0, 5000, 12289} {
+		segs := len(ring.segs)
 		if got, want := ring.Resize(size), up.Resize(size); got != want {
 			fail("Resize(%d) = %d, want %d", size, got, want)
+		}
+		if segs == maxSegs && len(ring.segs) == 1 {
+			consolidated = true
 		}
 		compare()
 		add(int(size)/2 + 1)
 		compare()
 		add(int(size) + 7)
 		compare()
+	}
+	if !consolidated {
+		t.Error("no grow copied a ring of maxSegs segments into one")
 	}
 }

@@ -3,17 +3,18 @@
 // exemplars, rejects the same ones with the same errors, drops the same
 // ones when full (the oldest ingested), and answers Select,
 // IterateExemplars and Resize the same way, in less memory and time. It
-// holds exemplars by value in 48-byte slots (64 upstream), finds a series
-// by the hash of its labels that the caller may already have
-// ([Ring.AddExemplarHash]) rather than by a key built from the labels on
-// every add, finds the place of an exemplar far out of order by a binary
-// search rather than a walk of its series, and resizes in place, moving
-// only the exemplars it must and allocating only the slots a grow adds.
-// It takes and returns Prometheus's own types
-// (labels.Labels, exemplar.Exemplar, exemplar.QueryResult, storage
-// errors), implements storage.ExemplarQueryable and tsdb.ExemplarStorage,
-// and reports Prometheus's exemplar metrics through an optional
-// [Collector].
+// holds exemplars by value, in 48 bytes each (64 upstream): a slot free of
+// pointers, which the garbage collector never reads, and the exemplar's
+// labels in a parallel array. It finds a series by the hash of its labels
+// that the caller may already have ([Ring.AddExemplarHash]) rather than by
+// a key built from the labels on every add, finds the place of an
+// exemplar far out of order by a binary search rather than a walk of its
+// series, and resizes in place, moving only the exemplars it must and
+// allocating only the slots a grow adds. It takes and returns Prometheus's
+// own types (labels.Labels, exemplar.Exemplar, exemplar.QueryResult,
+// storage errors), implements storage.ExemplarQueryable and
+// tsdb.ExemplarStorage, and reports Prometheus's exemplar metrics through
+// an optional [Collector].
 //
 // Concurrency: a Ring is safe for concurrent use by multiple goroutines;
 // one mutex guards it. Adds hold it for the add; Select holds it only to
@@ -22,8 +23,9 @@
 // Allocations: adding to a series the ring has, validating, and reading
 // stats make none; a new series may grow the index or the series table;
 // Select makes two (its result and the array of the exemplars it copies);
-// a shrink makes none, and a grow one, of the slots it adds (of the new
-// size, once the ring has 8 segments; see Ring.Resize).
+// a shrink makes none, and a grow two, of the slots it adds and of their
+// labels (of the new size, once the ring has 8 segments; see
+// Ring.Resize).
 //
 // BenchmarkAddExemplar, BenchmarkAddExemplarOutOfOrder,
 // BenchmarkResizeExemplars and BenchmarkSelectExemplars in this package's

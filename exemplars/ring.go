@@ -43,10 +43,13 @@ type Options struct {
 // [Ring.ValidateExemplarHash], which take the hash of the series' labels
 // that the caller already has.
 //
-// Memory: one 48-byte slot per exemplar in the default stringlabels build
-// (56 under slicelabels and dedupelabels), holding the exemplar's labels
-// header, value, timestamp and flags and the links of its series' list;
-// a grow allocates the slots it adds, not a new ring (see [Ring.Resize]).
+// Memory: 48 bytes per exemplar in the default stringlabels build (56
+// under slicelabels and dedupelabels): a 32-byte slot holding its value,
+// timestamp and flags and the links of its series' list, and beside it,
+// in a parallel array, its labels header. The slots hold no pointers, so
+// the garbage collector never reads them: of a ring, it reads only the
+// labels, a third of its memory in the default build. A grow allocates
+// the slots it adds and their labels, not a new ring (see [Ring.Resize]).
 // Per series, a 48-byte entry (56) and a map slot keyed by the 8-byte
 // hash.
 // The labels themselves are kept by reference, never copied. A series that
@@ -73,15 +76,17 @@ type Ring struct {
 	// ingestion order from next: first the empty slots, then the
 	// exemplars from the oldest ingested to the newest. New makes one
 	// segment, and each grow adds one of the slots it adds, up to
-	// maxSegs. first is segs[0], for the fast path of at. Slots beyond
-	// the length of a segment and up to its capacity, kept after a
-	// shrink, are zero. Guarded by mu.
-	first  []slot
-	segs   [][]slot // in segBuf
-	segBuf [maxSegs][]slot
-	size   int   // the number of slots; guarded by mu
-	next   int32 // the slot the next exemplar goes to; guarded by mu
-	live   int   // non-empty slots; guarded by mu
+	// maxSegs. first and firstLabels are segs[0], for the fast paths of
+	// at and labelsAt. Slots and labels beyond the length of a segment
+	// and up to its capacity, kept after a shrink, are zero. Guarded by
+	// mu.
+	first       []slot
+	firstLabels []labels.Labels
+	segs        []segment // in segBuf
+	segBuf      [maxSegs]segment
+	size        int   // the number of slots; guarded by mu
+	next        int32 // the slot the next exemplar goes to; guarded by mu
+	live        int   // non-empty slots; guarded by mu
 
 	window int64 // the out-of-order window in milliseconds; guarded by mu
 
@@ -99,10 +104,10 @@ type Ring struct {
 	scratch sync.Pool // of *selectScratch
 }
 
-// slot is one exemplar of the ring, threaded on its series' list, which is
-// in time order (ties in the order of arrival).
+// slot is one exemplar of the ring but for its labels, which its segment
+// keeps beside it, threaded on its series' list, which is in time order
+// (ties in the order of arrival). A slot holds no pointers.
 type slot struct {
-	labels labels.Labels // the exemplar's
 	value  float64
 	ts     int64
 	prev   int32  // the slot before in the series' list, or none
@@ -137,48 +142,86 @@ func (s *seriesEntry) chain() uint32 { return s.link &^ unsorted }
 // resized rarely; the bound keeps at and the runs short.
 const maxSegs = 8
 
+// segment is a run of the ring's slots and, in a parallel slice of the
+// same length, the labels of their exemplars. The two are separate
+// allocations so that the slots, which hold no pointers, are memory the
+// garbage collector never reads: a ring is long-lived and large, and
+// every collection would otherwise read all of it, the pages of a new
+// ring included.
+type segment struct {
+	slots  []slot
+	labels []labels.Labels
+}
+
+// newSegment allocates a segment of n empty slots.
+func newSegment(n int) segment {
+	return segment{make([]slot, n), make([]labels.Labels, n)}
+}
+
+// from returns the segment from slot i on.
+func (sg segment) from(i int) segment { return segment{sg.slots[i:], sg.labels[i:]} }
+
+// upTo returns the segment's first j slots.
+func (sg segment) upTo(j int) segment { return segment{sg.slots[:j], sg.labels[:j]} }
+
+// clear empties the segment's slots and drops their labels.
+func (sg segment) clear() {
+	clear(sg.slots)
+	clear(sg.labels)
+}
+
 // at returns slot i. Called with mu held.
 func (r *Ring) at(i int32) *slot {
 	if uint(i) < uint(len(r.first)) {
 		return &r.first[i]
 	}
-	return &r.span(int(i))[0]
+	return &r.span(int(i)).slots[0]
+}
+
+// labelsAt returns the labels of the exemplar in slot i. Called with mu
+// held.
+func (r *Ring) labelsAt(i int32) *labels.Labels {
+	if uint(i) < uint(len(r.firstLabels)) {
+		return &r.firstLabels[i]
+	}
+	return &r.span(int(i)).labels[0]
 }
 
 // span returns the slots from i to the end of the segment that holds i.
 // Called with mu held.
-func (r *Ring) span(i int) []slot {
+func (r *Ring) span(i int) segment {
 	for _, sg := range r.segs {
-		if i < len(sg) {
-			return sg[i:]
+		if i < len(sg.slots) {
+			return sg.from(i)
 		}
-		i -= len(sg)
+		i -= len(sg.slots)
 	}
 	panic("exemplars: slot beyond the ring")
 }
 
 // spanTo returns the slots from the start of the segment that holds slot
 // j-1 up to j. Called with mu held.
-func (r *Ring) spanTo(j int) []slot {
+func (r *Ring) spanTo(j int) segment {
 	for _, sg := range r.segs {
-		if j <= len(sg) {
-			return sg[:j]
+		if j <= len(sg.slots) {
+			return sg.upTo(j)
 		}
-		j -= len(sg)
+		j -= len(sg.slots)
 	}
 	panic("exemplars: slot beyond the ring")
 }
 
-// exemplar returns the exemplar that s holds.
-func (s *slot) exemplar() exemplar.Exemplar {
-	return exemplar.Exemplar{Labels: s.labels, Value: s.value, Ts: s.ts, HasTs: s.hasTs}
+// exemplar returns the exemplar that s holds, whose labels are l.
+func (s *slot) exemplar(l labels.Labels) exemplar.Exemplar {
+	return exemplar.Exemplar{Labels: l, Value: s.value, Ts: s.ts, HasTs: s.hasTs}
 }
 
-// copyTo sets *e to the exemplar that s holds, field by field: while the
-// garbage collector marks, that costs a write barrier for the labels only,
-// where assigning the whole struct costs a bulk barrier over its memory.
-func (s *slot) copyTo(e *exemplar.Exemplar) {
-	e.Labels = s.labels
+// copyTo sets *e to the exemplar that s holds, whose labels are l, field
+// by field: while the garbage collector marks, that costs a write barrier
+// for the labels only, where assigning the whole struct costs a bulk
+// barrier over its memory.
+func (s *slot) copyTo(e *exemplar.Exemplar, l labels.Labels) {
+	e.Labels = l
 	e.Value = s.value
 	e.Ts = s.ts
 	e.HasTs = s.hasTs
@@ -200,17 +243,15 @@ var (
 func New(size int64, opts Options) *Ring {
 	n := clampSize(size)
 	r := &Ring{
-		first:  make([]slot, n),
 		size:   n,
 		window: max(opts.OutOfOrderTimeWindow, 0),
 		index:  make(map[uint64]uint32, n/16),
 		series: make([]seriesEntry, 1, 1+n/16),
 	}
 	if n > 0 {
-		r.segBuf[0] = r.first
+		r.segBuf[0] = newSegment(n)
 		r.segs = r.segBuf[:1]
-	} else {
-		r.first = nil
+		r.first, r.firstLabels = r.segs[0].slots, r.segs[0].labels
 	}
 	return r
 }
@@ -334,15 +375,16 @@ func (r *Ring) validate(id uint32, e exemplar.Exemplar, appended bool) error {
 	if id == 0 {
 		return nil
 	}
-	newest := r.at(r.series[id].newest)
+	pos := r.series[id].newest
+	newest := r.at(pos)
 	// exemplar.Exemplar.Equals, its cheapest tests first.
-	if newest.value == e.Value && (newest.ts == e.Ts || !(e.HasTs || newest.hasTs)) && labels.Equal(newest.labels, e.Labels) {
+	if newest.value == e.Value && (newest.ts == e.Ts || !(e.HasTs || newest.hasTs)) && labels.Equal(*r.labelsAt(pos), e.Labels) {
 		return storage.ErrDuplicateExemplar
 	}
 	// The same expression as Prometheus's, overflow included.
 	if (e.Ts < newest.ts && e.Ts <= newest.ts-r.window) ||
 		(e.Ts == newest.ts && e.Value < newest.value) ||
-		(e.Ts == newest.ts && e.Value == newest.value && e.Labels.Hash() < newest.labels.Hash()) {
+		(e.Ts == newest.ts && e.Value == newest.value && e.Labels.Hash() < r.labelsAt(pos).Hash()) {
 		if appended {
 			r.outOfOrder++
 		}
@@ -413,7 +455,8 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	}
 
 	sl := r.at(pos)
-	*sl = slot{labels: e.Labels, value: e.Value, ts: e.Ts, series: id, hasTs: e.HasTs}
+	*sl = slot{value: e.Value, ts: e.Ts, series: id, hasTs: e.HasTs}
+	*r.labelsAt(pos) = e.Labels
 	s := &r.series[id]
 	s.n++
 	switch {
@@ -738,10 +781,10 @@ func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *sele
 		return exs
 	}
 	for run := range r.liveRuns {
-		for k := range run {
-			sl := &run[k]
+		for k := range run.slots {
+			sl := &run.slots[k]
 			if p := sc.at[sl.series]; p != 0 && sl.ts >= start && sl.ts <= end {
-				sl.copyTo(&exs[p-1])
+				sl.copyTo(&exs[p-1], run.labels[k])
 				sc.at[sl.series] = p + 1
 			}
 		}
@@ -752,7 +795,7 @@ func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *sele
 
 // liveRuns yields the non-empty slots from the oldest ingested to the
 // newest, in runs that each lie within one segment. Called with mu held.
-func (r *Ring) liveRuns(yield func([]slot) bool) {
+func (r *Ring) liveRuns(yield func(segment) bool) {
 	n := r.size
 	if r.live == 0 {
 		return
@@ -760,8 +803,8 @@ func (r *Ring) liveRuns(yield func([]slot) bool) {
 	i := (int(r.next) + n - r.live) % n
 	for left := r.live; left > 0; {
 		sp := r.span(i)
-		m := min(left, len(sp), n-i)
-		if !yield(sp[:m]) {
+		m := min(left, len(sp.slots), n-i)
+		if !yield(sp.upTo(m)) {
 			return
 		}
 		left -= m
@@ -823,9 +866,9 @@ func (r *Ring) appendRange(dst []exemplar.Exemplar, s *seriesEntry, start, end i
 		if sl := r.at(i); sl.ts >= start {
 			if len(dst) < cap(dst) {
 				dst = dst[:len(dst)+1]
-				sl.copyTo(&dst[len(dst)-1])
+				sl.copyTo(&dst[len(dst)-1], *r.labelsAt(i))
 			} else {
-				dst = append(dst, sl.exemplar())
+				dst = append(dst, sl.exemplar(*r.labelsAt(i)))
 			}
 		}
 	}
@@ -856,9 +899,9 @@ func (r *Ring) IterateExemplars(f func(seriesLabels labels.Labels, e exemplar.Ex
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for run := range r.liveRuns {
-		for k := range run {
-			sl := &run[k]
-			if err := f(r.series[sl.series].lset, sl.exemplar()); err != nil {
+		for k := range run.slots {
+			sl := &run.slots[k]
+			if err := f(r.series[sl.series].lset, sl.exemplar(run.labels[k])); err != nil {
 				return err
 			}
 		}
@@ -873,12 +916,11 @@ func (r *Ring) IterateExemplars(f func(seriesLabels labels.Labels, e exemplar.Ex
 //
 // Unlike Prometheus's, which allocates a new ring and copies every
 // exemplar, Resize works in place and moves only the exemplars it must. A
-// grow makes one allocation, of the slots it adds, as a new segment of
-// the ring (or none, when a shrink kept the memory), except that the
-// grow of a ring that has 8 segments already copies it into one segment
-// of the new size; it
-// moves the oldest exemplars, if the ring has wrapped around, to the new
-// end. A shrink allocates nothing: it moves the exemplars beyond the new
+// grow allocates the slots it adds and, separately, their labels, as a
+// new segment of the ring (or nothing, when a shrink kept the memory),
+// except that the grow of a ring that has 8 segments already copies it
+// into one segment of the new size; it moves the oldest exemplars, if the
+// ring has wrapped around, to the new end. A shrink allocates nothing: it moves the exemplars beyond the new
 // size within it and releases the segments beyond it, keeping the memory
 // of the one it cuts; a shrink to zero releases every segment, and the
 // series table and index with them. Series lose the time
@@ -945,12 +987,13 @@ func (r *Ring) shrink(n int) {
 				r.removeSeries(id)
 			}
 			*r.at(i) = slot{}
+			*r.labelsAt(i) = labels.Labels{}
 		}
 		r.live = n
 	}
 	if n == 0 {
 		// Release everything: a ring of size zero is disabled, and may stay so.
-		r.first, r.segs, r.segBuf = nil, nil, [maxSegs][]slot{}
+		r.first, r.firstLabels, r.segs, r.segBuf = nil, nil, nil, [maxSegs]segment{}
 		r.size, r.next = 0, 0
 		r.series, r.free, r.index = nil, 0, nil
 		return
@@ -1004,21 +1047,22 @@ func (r *Ring) setSize(n int) {
 	r.size = n
 	if n < old {
 		for k, sg := range r.segs {
-			if n <= len(sg) {
-				clear(sg[n:])
-				r.segs[k] = sg[:n]
+			if n <= len(sg.slots) {
+				sg.from(n).clear()
+				r.segs[k] = sg.upTo(n)
 				clear(r.segs[k+1:])
 				r.segs = r.segs[:k+1]
 				break
 			}
-			n -= len(sg)
+			n -= len(sg.slots)
 		}
 	} else {
 		need := n - old
 		if k := len(r.segs) - 1; k >= 0 {
 			last := r.segs[k]
-			add := min(need, cap(last)-len(last))
-			r.segs[k] = last[:len(last)+add] // zero beyond len, cleared when cut
+			m := len(last.slots)
+			add := min(need, cap(last.slots)-m, cap(last.labels)-m)
+			r.segs[k] = segment{last.slots[:m+add], last.labels[:m+add]} // zero beyond len, cleared when cut
 			need -= add
 		}
 		if r.segs == nil { // released by a resize to zero
@@ -1027,20 +1071,21 @@ func (r *Ring) setSize(n int) {
 		switch {
 		case need == 0:
 		case len(r.segs) < maxSegs:
-			r.segs = append(r.segs, make([]slot, need))
+			r.segs = append(r.segs, newSegment(need))
 		default:
 			// One segment of the new size; what the old ones do not fill
-			// is the zero capacity of the allocation.
-			all := make([]slot, 0, r.size)
+			// is the zero capacity of the allocations.
+			all := segment{make([]slot, 0, r.size), make([]labels.Labels, 0, r.size)}
 			for _, sg := range r.segs {
-				all = append(all, sg...)
+				all.slots = append(all.slots, sg.slots...)
+				all.labels = append(all.labels, sg.labels...)
 			}
-			r.segBuf = [maxSegs][]slot{}
-			r.segBuf[0] = all[:r.size]
+			r.segBuf = [maxSegs]segment{}
+			r.segBuf[0] = all.upTo(r.size)
 			r.segs = r.segBuf[:1]
 		}
 	}
-	r.first = r.segs[0]
+	r.first, r.firstLabels = r.segs[0].slots, r.segs[0].labels
 }
 
 // move copies the n slots from src to the n from dst, which may overlap.
@@ -1055,13 +1100,16 @@ func (r *Ring) move(dst, src, n int) {
 	for n > 0 {
 		if dst < src {
 			to, from := r.span(dst), r.span(src)
-			m := copy(to[:min(n, len(to))], from)
+			m := min(n, len(to.slots), len(from.slots))
+			copy(to.slots[:m], from.slots)
+			copy(to.labels[:m], from.labels)
 			dst, src, n = dst+m, src+m, n-m
 			continue
 		}
 		to, from := r.spanTo(dst+n), r.spanTo(src+n)
-		m := min(n, len(to), len(from))
-		copy(to[len(to)-m:], from[len(from)-m:])
+		m := min(n, len(to.slots), len(from.slots))
+		copy(to.slots[len(to.slots)-m:], from.slots[len(from.slots)-m:])
+		copy(to.labels[len(to.labels)-m:], from.labels[len(from.labels)-m:])
 		n -= m
 	}
 }
@@ -1070,8 +1118,8 @@ func (r *Ring) move(dst, src, n int) {
 func (r *Ring) clearSlots(i, j int) {
 	for i < j {
 		sp := r.span(i)
-		m := min(j-i, len(sp))
-		clear(sp[:m])
+		m := min(j-i, len(sp.slots))
+		sp.upTo(m).clear()
 		i += m
 	}
 }
@@ -1080,8 +1128,8 @@ func (r *Ring) clearSlots(i, j int) {
 // held, after the slots were moved.
 func (r *Ring) relink(remap func(int32) int32) {
 	for _, sg := range r.segs {
-		for i := range sg {
-			sl := &sg[i]
+		for i := range sg.slots {
+			sl := &sg.slots[i]
 			if sl.series == 0 {
 				continue
 			}

@@ -25,9 +25,9 @@ func (r *Ring) ResetSymbolTable(st *labels.SymbolTable) {
 		}
 	}
 	for _, sg := range r.segs {
-		for i := range sg {
-			if sl := &sg[i]; sl.series != 0 {
-				sl.labels = rebuild(sl.labels)
+		for i := range sg.slots {
+			if sg.slots[i].series != 0 {
+				sg.labels[i] = rebuild(sg.labels[i])
 			}
 		}
 	}

@@ -223,17 +223,17 @@ func mallocs(f func()) (n, bytes uint64) {
 }
 
 // TestResizeAllocations checks what Resize allocates: nothing to shrink,
-// or to grow within the memory a shrink kept; to grow beyond it, one
-// allocation, of the slots it adds, never a new ring, except for the
-// grow that would make more than maxSegs segments, which allocates one of
-// the new size.
+// or to grow within the memory a shrink kept; to grow beyond it, two
+// allocations, of the slots it adds and of their labels, never a new
+// ring, except for the grow that would make more than maxSegs segments,
+// which allocates the two of the new size.
 func TestResizeAllocations(t *testing.T) {
-	slotSize := uint64(reflect.TypeFor[slot]().Size())
+	slotSize := uint64(reflect.TypeFor[slot]().Size() + reflect.TypeFor[labels.Labels]().Size())
 	const page = 8192 // large allocations are rounded up to pages
 	type step struct {
 		to            int64
 		allocs        uint64
-		slots         uint64 // what the allocation holds, if one
+		slots         uint64 // what the allocations hold, if any
 		wantExemplars int
 	}
 	tests := []struct {
@@ -244,19 +244,19 @@ func TestResizeAllocations(t *testing.T) {
 			{500, 0, 0, 500},     // shrink in place
 			{900, 0, 0, 500},     // grow within the memory kept
 			{1000, 0, 0, 500},    // back to the first size
-			{4000, 1, 3000, 500}, // beyond: the slots added
+			{4000, 2, 3000, 500}, // beyond: the slots added
 			{0, 0, 0, 0},         // to zero, releasing everything
-			{10, 1, 10, 0},       // and back
+			{10, 2, 10, 0},       // and back
 		}},
 		// Wrapped at 5,000: the grow moves the oldest 5,000 exemplars to
 		// the end, into the slots it adds; the shrink cuts the first
 		// segment and drops the second.
-		{10000, 15000, []step{{20000, 1, 10000, 10000}, {6000, 0, 0, 6000}}},
+		{10000, 15000, []step{{20000, 2, 10000, 10000}, {6000, 0, 0, 6000}}},
 		// Seven grows make eight segments; the eighth copies the ring into
 		// one.
 		{100, 150, []step{
-			{110, 1, 10, 100}, {120, 1, 10, 100}, {130, 1, 10, 100}, {140, 1, 10, 100},
-			{150, 1, 10, 100}, {160, 1, 10, 100}, {170, 1, 10, 100}, {180, 1, 180, 100},
+			{110, 2, 10, 100}, {120, 2, 10, 100}, {130, 2, 10, 100}, {140, 2, 10, 100},
+			{150, 2, 10, 100}, {160, 2, 10, 100}, {170, 2, 10, 100}, {180, 2, 180, 100},
 		}},
 	}
 	mallocs(func() {}) // the first measurement counts the runtime's own
@@ -278,12 +278,15 @@ func TestResizeAllocations(t *testing.T) {
 			if got := ring.Stats().Exemplars; got != st.wantExemplars {
 				t.Errorf("after Resize(%d) = %d, Stats().Exemplars = %d, want %d", st.to, kept, got, st.wantExemplars)
 			}
-			if st.to == 0 && (ring.segs != nil || ring.first != nil || ring.series != nil || ring.index != nil) {
+			if st.to == 0 && (ring.segs != nil || ring.first != nil || ring.firstLabels != nil || ring.series != nil || ring.index != nil) {
 				t.Errorf("after Resize(0), the ring keeps %d segments, %d series entries and an index", len(ring.segs), cap(ring.series))
 			}
 			total := 0
 			for _, sg := range ring.segs {
-				total += len(sg)
+				if len(sg.labels) != len(sg.slots) {
+					t.Errorf("after Resize(%d), a segment of %d slots has %d labels", st.to, len(sg.slots), len(sg.labels))
+				}
+				total += len(sg.slots)
 			}
 			if total != int(max(st.to, 0)) || len(ring.segs) > maxSegs {
 				t.Errorf("after Resize(%d), %d segments of %d slots in all", st.to, len(ring.segs), total)
@@ -292,20 +295,38 @@ func TestResizeAllocations(t *testing.T) {
 	}
 }
 
-// TestSizes pins the memory per slot and per series: 48 and 48 bytes in
-// the default stringlabels build, where labels.Labels is 16 bytes, and 56
-// and 56 where it is 24 (slicelabels and dedupelabels).
+// TestSizes pins the memory per exemplar and per series: 48 and 48 bytes
+// in the default stringlabels build, where labels.Labels is 16 bytes, and
+// 56 and 56 where it is 24 (slicelabels and dedupelabels). An exemplar is
+// a 32-byte slot and its labels beside it.
 func TestSizes(t *testing.T) {
 	labelsSize := reflect.TypeFor[labels.Labels]().Size()
 	want := map[uintptr]uintptr{16: 48, 24: 56}[labelsSize]
 	if want == 0 {
 		t.Fatalf("labels.Labels is %d bytes, not a known build", labelsSize)
 	}
-	if got := reflect.TypeFor[slot]().Size(); got != want {
-		t.Errorf("slot is %d bytes, want %d", got, want)
+	if got := reflect.TypeFor[slot]().Size(); got != 32 {
+		t.Errorf("slot is %d bytes, want 32", got)
+	}
+	if got := reflect.TypeFor[slot]().Size() + labelsSize; got != want {
+		t.Errorf("an exemplar takes %d bytes, want %d", got, want)
 	}
 	if got := reflect.TypeFor[seriesEntry]().Size(); got != want {
 		t.Errorf("seriesEntry is %d bytes, want %d", got, want)
+	}
+}
+
+// TestSlotsHoldNoPointers checks that a slot holds no pointer, so that
+// the garbage collector never reads the slots of a ring: the labels, the
+// one field that refers to memory, are kept in a parallel array.
+func TestSlotsHoldNoPointers(t *testing.T) {
+	typ := reflect.TypeFor[slot]()
+	for i := range typ.NumField() {
+		switch f := typ.Field(i); f.Type.Kind() {
+		case reflect.Bool, reflect.Int32, reflect.Int64, reflect.Uint32, reflect.Float64:
+		default:
+			t.Errorf("slot.%s is a %s, which may hold a pointer", f.Name, f.Type)
+		}
 	}
 }
 

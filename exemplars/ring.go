@@ -920,12 +920,12 @@ func (r *Ring) IterateExemplars(f func(seriesLabels labels.Labels, e exemplar.Ex
 // new segment of the ring (or nothing, when a shrink kept the memory),
 // except that the grow of a ring that has 8 segments already copies it
 // into one segment of the new size; it moves the oldest exemplars, if the
-// ring has wrapped around, to the new end. A shrink allocates nothing: it moves the exemplars beyond the new
-// size within it and releases the segments beyond it, keeping the memory
-// of the one it cuts; a shrink to zero releases every segment, and the
-// series table and index with them. Series lose the time
-// orders they kept for out-of-order exemplars, which are rebuilt when
-// needed.
+// ring has wrapped around, to the new end. A shrink allocates nothing: it
+// moves the exemplars beyond the new size within it and releases the
+// segments beyond it, keeping the memory of the one it cuts; a shrink to
+// zero releases every segment, and the series table and index with them.
+// Series lose the time orders they kept for out-of-order exemplars, which
+// are rebuilt when needed.
 func (r *Ring) Resize(size int64) int {
 	n := clampSize(size)
 	r.mu.Lock()

@@ -1,11 +1,12 @@
 package labels
 
 import (
+	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unique"
 
-	"github.com/cespare/xxhash/v2"
 	"go4.org/intern"
 
 	"github.com/ingestkit/ingestkit/internal/bytestr"
@@ -28,19 +29,30 @@ type Interner interface {
 // count (on 2 cores, about twice the sequential cost per op per core).
 const shards = 32
 
-func shardOf(b []byte) int { return int(xxhash.Sum64(b) % shards) }
+// seed keys the hash that picks shards and index slots. It is random per
+// process, so that label values sent over the network cannot be chosen to
+// collide, which would make an index of linear probes quadratic.
+var seed = maphash.MakeSeed()
 
-// Table is ingestkit's own [Interner]. A hit costs a map lookup and no
-// allocation or copy; a miss copies the bytes once into a chunk shared with
-// other strings, so that short strings do not each pay for a heap object and
-// its size-class rounding. Chunks grow with the table, to 1/32 of what it
+func shardOf(b []byte) int { return int(maphash.Bytes(seed, b) % shards) }
+
+// Table is ingestkit's own [Interner]. A hit costs a probe of a flat index
+// and no allocation or copy; a miss copies the bytes once into a chunk shared
+// with other strings, so that short strings do not each pay for a heap object
+// and its size-class rounding. Chunks grow with the table, to 1/32 of what it
 // holds and at most 64 KiB, and hold strings shorter than 1 KiB; longer
-// strings get an allocation of their own. Retained memory is the strings'
-// bytes, the unused tail of the current chunk (at most 1/32 of the table
-// once it holds 32 KiB), and the index: a map entry per string, with the
-// string as key and as value. TestTableRetained holds the bytes kept for the
-// strings within 5% of their length; with the index, BenchmarkIntern's
-// heap-B/B measures 2.75 bytes held per byte of distinct ~35-byte strings.
+// strings get an allocation of their own.
+//
+// Retained memory is the strings' bytes, the unused tail of the current
+// chunk (at most 1/32 of the table once it holds 32 KiB), and the index: one
+// 8-byte word per string that holds where its bytes are, in a table kept 44%
+// to 88% full (70% to 88% once a shard's has 1024 slots), so 9 to 18 bytes
+// per string. TestTableRetained holds the bytes kept for the strings within
+// 5% of their length; with the index, BenchmarkIntern measures 1.44 bytes
+// of heap held per byte of 10k distinct ~35-byte strings (heap-B/B).
+//
+// The hash that places strings is keyed per process, so values sent over
+// the network cannot be chosen to pile up on one probe sequence.
 //
 // Strings are never released one by one: [Table.Reset] drops them all (those
 // still referenced stay valid, held by their chunk). Use a Table for label
@@ -52,55 +64,199 @@ func shardOf(b []byte) int { return int(xxhash.Sum64(b) % shards) }
 type Table struct {
 	shards [shards]tableShard
 
-	// Misses take chunkMu after their shard's lock. One chunk for all shards
-	// keeps the unused tail to one chunk per table, not one per shard.
-	chunkMu  sync.Mutex
-	chunk    strings.Builder // guarded by chunkMu; strings alias its buffer
-	bytes    int64           // guarded by chunkMu: length of all strings
-	retained int64           // guarded by chunkMu: chunk capacity and own allocations
+	// Misses take chunkMu after their shard's lock, and so do hits on
+	// strings in the current chunk. One chunk for all shards keeps the
+	// unused tail to one chunk per table, not one per shard.
+	chunkMu sync.Mutex
+	chunk   strings.Builder // guarded by chunkMu; strings alias its buffer
+	// full holds the chunks filled before the current one, by number: each
+	// the string of all its bytes, never changed once stored. The slice is
+	// replaced, never changed, so that hits read it without chunkMu.
+	full     atomic.Pointer[[]string]
+	bytes    int64 // guarded by chunkMu: length of all strings
+	retained int64 // guarded by chunkMu: chunk capacity and own allocations
 }
 
+// tableShard is an open-addressing index with linear probing: a slot is 0
+// when empty, or a string's tag (the top 20 bits of its hash, which is
+// keyed by seed) and where its bytes are (see tableSlot). A slot's home is
+// its tag scaled to the index, so a grow places the slots again without
+// reading or hashing a string. Past 2^20 slots in a shard (some 30 million
+// strings in a table), homes are spaced out and probes run longer.
 type tableShard struct {
-	mu sync.Mutex
-	m  map[string]string // guarded by mu
-	_  [64]byte          // keeps shards' hot fields on separate cache lines
+	mu    sync.Mutex
+	slots []uint64 // guarded by mu
+	n     int      // strings in slots; guarded by mu
+	own   []string // strings with their own allocation, by number; guarded by mu
+	_     [64]byte // keeps shards' hot fields on separate cache lines
 }
 
 const (
 	minChunk   = 1 << 10
-	maxChunk   = 64 << 10
-	maxChunked = 1 << 10 // strings this long or longer get their own allocation
+	maxChunk   = 64 << 10 // offsets in a chunk fit in 16 bits
+	maxChunked = 1 << 10  // strings this long or longer get their own allocation
+	maxChunks  = 1 << 16  // chunk numbers fit in 16 bits; later strings get their own allocation
+
+	// A slot: bit 63 set, the tag in bits 43-62, then either bit 42 clear, the
+	// length in bits 32-41, the chunk in bits 16-31 and the offset in bits
+	// 0-15; or bit 42 set and the number of the string in the shard's own
+	// strings in bits 0-31.
+	slotUsed  = 1 << 63
+	tagShift  = 43
+	tagBits   = 20
+	slotOwn   = 1 << 42
+	lenShift  = 32
+	chunkBits = 16
 )
+
+// tableSlot returns the slot of a string with the given tag, in chunk c at
+// offset off.
+func tableSlot(tag uint64, length, c, off int) uint64 {
+	return slotUsed | tag<<tagShift | uint64(length)<<lenShift | uint64(c)<<chunkBits | uint64(off)
+}
+
+// home returns where a tag's probe starts in an index of n slots.
+func home(tag uint64, n int) int { return int(tag * uint64(n) >> tagBits) }
 
 // Intern returns the canonical string for b.
 //
 // Intern makes no allocation on a hit; on a miss it copies b once, into a
-// shared chunk, allocating a new chunk when the current one is full.
+// shared chunk, allocating a new chunk when the current one is full, and a
+// larger index for the shard now and then.
 func (t *Table) Intern(b []byte) string {
-	s := &t.shards[shardOf(b)]
+	h := maphash.Bytes(seed, b)
+	s := &t.shards[h%shards]
+	tag := h >> (64 - tagBits)
 	s.mu.Lock()
-	v, ok := s.m[string(b)]
+	v, p, ok := t.find(s, tag, b)
 	if !ok {
-		if s.m == nil {
-			s.m = make(map[string]string)
-		}
-		v = t.store(b)
-		s.m[v] = v
+		v = t.insert(s, tag, p, b)
 	}
 	s.mu.Unlock()
 	return v
 }
 
-// store copies b into the table's memory.
-func (t *Table) store(b []byte) string {
+// find returns the string of s equal to b, or the empty slot where the probe
+// for it ended (-1 in an empty index). It requires s.mu.
+func (t *Table) find(s *tableShard, tag uint64, b []byte) (v string, p int, ok bool) {
+	n := len(s.slots)
+	if n == 0 {
+		return "", -1, false
+	}
+	for p = home(tag, n); ; {
+		w := s.slots[p]
+		if w == 0 {
+			return "", p, false
+		}
+		if w>>tagShift&(1<<tagBits-1) == tag {
+			if v = t.slotString(s, w); v == string(b) {
+				return v, p, true
+			}
+		}
+		if p++; p == n {
+			p = 0
+		}
+	}
+}
+
+// slotString returns the string that slot w of s refers to. It requires
+// s.mu.
+func (t *Table) slotString(s *tableShard, w uint64) string {
+	if w&slotOwn != 0 {
+		return s.own[uint32(w)]
+	}
+	length := int(w >> lenShift & (maxChunked - 1))
+	if length == 0 {
+		return ""
+	}
+	c, off := int(w>>chunkBits&(maxChunks-1)), int(w&(maxChunk-1))
+	if full := t.full.Load(); full != nil && c < len(*full) {
+		return (*full)[c][off : off+length]
+	}
+	// The current chunk, unless it was filled since the load above.
+	t.chunkMu.Lock()
+	defer t.chunkMu.Unlock()
+	if full := *t.full.Load(); c < len(full) {
+		return full[c][off : off+length]
+	}
+	return t.chunk.String()[off : off+length]
+}
+
+// insert adds b to s, whose probe for it ended at the empty slot p, and
+// returns its canonical string. It requires s.mu.
+func (t *Table) insert(s *tableShard, tag uint64, p int, b []byte) string {
+	v, w := t.store(b)
+	if w == 0 {
+		w = slotUsed | slotOwn | uint64(len(s.own))
+		s.own = append(s.own, v)
+	}
+	w |= tag << tagShift
+	s.n++
+	// At 7/8 full a probe reads 4.5 slots on average, almost always in one
+	// cache line. An index of 1024 slots or more grows by a quarter, which
+	// keeps it at least 70% full; a smaller one doubles.
+	if n := len(s.slots); s.n*8 > n*7 {
+		size := max(16, 2*n)
+		if n >= 1024 {
+			size = n + n/4
+		}
+		grown := make([]uint64, size)
+		for _, x := range s.slots {
+			if x != 0 {
+				tablePlace(grown, x)
+			}
+		}
+		tablePlace(grown, w)
+		s.slots = grown
+		return v
+	}
+	s.slots[p] = w
+	return v
+}
+
+// tablePlace puts slot w in the first empty slot from its home.
+func tablePlace(slots []uint64, w uint64) {
+	n := len(slots)
+	p := home(w>>tagShift&(1<<tagBits-1), n)
+	for slots[p] != 0 {
+		if p++; p == n {
+			p = 0
+		}
+	}
+	slots[p] = w
+}
+
+// store copies b into the table's memory. It returns the string and, for a
+// string in a chunk, its slot without the tag; 0 for a string with an
+// allocation of its own.
+func (t *Table) store(b []byte) (string, uint64) {
 	t.chunkMu.Lock()
 	defer t.chunkMu.Unlock()
 	t.bytes += int64(len(b))
+	if len(b) == 0 {
+		return "", tableSlot(0, 0, 0, 0)
+	}
+	full := t.full.Load()
+	if full == nil {
+		full = new([]string)
+		t.full.Store(full)
+	}
 	if len(b) >= maxChunked {
 		t.retained += int64(len(b))
-		return string(b)
+		return string(b), 0
 	}
 	if t.chunk.Cap()-t.chunk.Len() < len(b) {
+		if next := len(*full) + min(t.chunk.Cap(), 1); next >= maxChunks {
+			// No chunk number left (4 GiB of chunks at least).
+			t.retained += int64(len(b))
+			return string(b), 0
+		}
+		if t.chunk.Cap() > 0 {
+			// Retire the current chunk: from now on hits read it without
+			// the lock.
+			next := append((*full)[:len(*full):len(*full)], t.chunk.String())
+			t.full.Store(&next)
+		}
 		// Size the next chunk by what the table holds, so that its unused
 		// tail stays a small fraction of it.
 		size := min(max(int(t.bytes/32), minChunk), maxChunk)
@@ -112,22 +268,29 @@ func (t *Table) store(b []byte) string {
 	// String() stay valid and unchanged.
 	start := t.chunk.Len()
 	t.chunk.Write(b)
-	return t.chunk.String()[start:]
+	return t.chunk.String()[start:], tableSlot(0, len(b), len(*t.full.Load()), start)
 }
 
 // Reset drops every string from the table. Strings returned before stay
 // valid; they are freed once nothing references them.
 func (t *Table) Reset() {
+	// Every shard's lock, then the chunk's, as Intern takes them: no string
+	// is being added meanwhile, so no slot outlives the chunks it refers to.
 	for i := range t.shards {
-		s := &t.shards[i]
-		s.mu.Lock()
-		s.m = nil
-		s.mu.Unlock()
+		t.shards[i].mu.Lock()
 	}
 	t.chunkMu.Lock()
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.slots, s.n, s.own = nil, 0, nil
+	}
 	t.chunk = strings.Builder{}
+	t.full.Store(nil)
 	t.bytes, t.retained = 0, 0
 	t.chunkMu.Unlock()
+	for i := range t.shards {
+		t.shards[i].mu.Unlock()
+	}
 }
 
 // InternStats describes what an interner holds.
@@ -147,7 +310,7 @@ func (t *Table) Stats() InternStats {
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		st.Strings += len(s.m)
+		st.Strings += s.n
 		s.mu.Unlock()
 	}
 	t.chunkMu.Lock()

@@ -1,6 +1,7 @@
 package labels
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -179,4 +180,104 @@ func TestInternConcurrent(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTableTagCollisions gives many strings one tag, as a chosen hash
+// would: each is still found by its bytes, on one long probe sequence.
+func TestTableTagCollisions(t *testing.T) {
+	var tab Table
+	s := &tab.shards[0]
+	const tag = 5
+	vals := internValues(3000)
+	got := make([]string, len(vals))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, v := range vals {
+		if _, _, ok := tab.find(s, tag, v); ok {
+			t.Fatalf("find(%q) before insert: found", v)
+		}
+		_, p, _ := tab.find(s, tag, v)
+		got[i] = tab.insert(s, tag, p, bytes.Clone(v))
+	}
+	for i, v := range vals {
+		found, _, ok := tab.find(s, tag, v)
+		if !ok || !sameMemory(found, got[i]) || found != string(v) {
+			t.Fatalf("find(%q) = %q, %v; want the string inserted", v, found, ok)
+		}
+	}
+	if s.n != len(vals) {
+		t.Fatalf("shard holds %d strings, want %d", s.n, len(vals))
+	}
+}
+
+// TestTableChunkNumbers runs a table out of chunk numbers: strings then get
+// allocations of their own, and every string stays canonical.
+func TestTableChunkNumbers(t *testing.T) {
+	var tab Table
+	// As if maxChunks-1 chunks were filled: the next chunk is the last.
+	filled := make([]string, maxChunks-1)
+	tab.full.Store(&filled)
+	vals := internValues(200) // more than one minimum chunk
+	got := make([]string, len(vals))
+	for i, v := range vals {
+		got[i] = tab.Intern(v)
+	}
+	own := 0
+	for i := range tab.shards {
+		own += len(tab.shards[i].own)
+	}
+	if own == 0 || own == len(vals) {
+		t.Fatalf("%d of %d strings have their own allocation, want some but not all", own, len(vals))
+	}
+	if n := len(*tab.full.Load()); n != maxChunks-1 {
+		t.Fatalf("%d chunks filled, want %d: no chunk beyond the last number", n, maxChunks-1)
+	}
+	for i, v := range vals {
+		if again := tab.Intern(bytes.Clone(v)); again != string(v) || !sameMemory(again, got[i]) {
+			t.Fatalf("Intern(%q) again = %q, not the canonical string", v, again)
+		}
+	}
+}
+
+// TestTableResetConcurrent resets a table while other goroutines intern:
+// every result is the string given, whichever side of a reset it fell on.
+func TestTableResetConcurrent(t *testing.T) {
+	var tab Table
+	vals := internValues(3000)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				tab.Reset()
+				runtime.Gosched()
+			}
+		}
+	}()
+	var fail sync.Once
+	var workers sync.WaitGroup
+	for range 3 {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			for round := range 5 {
+				for _, v := range vals {
+					buf := bytes.Clone(v)
+					got := tab.Intern(buf)
+					clear(buf)
+					if got != string(v) {
+						fail.Do(func() { t.Errorf("round %d: Intern(%q) = %q", round, v, got) })
+					}
+				}
+			}
+		}()
+	}
+	workers.Wait()
+	close(stop)
+	wg.Wait()
 }

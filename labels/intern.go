@@ -36,8 +36,9 @@ var seed = maphash.MakeSeed()
 
 func shardOf(b []byte) int { return int(maphash.Bytes(seed, b) % shards) }
 
-// Table is ingestkit's own [Interner]. A hit costs a probe of a flat index
-// and no allocation or copy; a miss copies the bytes once into a chunk shared
+// Table is ingestkit's own [Interner]. A hit costs a probe of a flat index,
+// without a lock unless the string is among the newest, and no allocation
+// or copy; a miss copies the bytes once into a chunk shared
 // with other strings, so that short strings do not each pay for a heap object
 // and its size-class rounding. Chunks grow with the table, to 1/32 of what it
 // holds and at most 64 KiB, and hold strings shorter than 1 KiB; longer
@@ -67,14 +68,22 @@ type Table struct {
 	// Misses take chunkMu after their shard's lock, and so do hits on
 	// strings in the current chunk. One chunk for all shards keeps the
 	// unused tail to one chunk per table, not one per shard.
-	chunkMu sync.Mutex
-	chunk   strings.Builder // guarded by chunkMu; strings alias its buffer
+	chunkMu  sync.Mutex
+	chunk    strings.Builder          // guarded by chunkMu; strings alias its buffer
+	gen      atomic.Pointer[tableGen] // nil until first used; replaced by Reset
+	bytes    int64                    // guarded by chunkMu: length of all strings
+	retained int64                    // guarded by chunkMu: chunk capacity and own allocations
+}
+
+// tableGen is a generation of a Table's chunks; [Table.Reset] starts a new
+// one. Each version of a shard's index names its generation, so that a hit
+// that holds a version from before a reset reads the chunks its slots refer
+// to, not the new ones that have the same numbers.
+type tableGen struct {
 	// full holds the chunks filled before the current one, by number: each
-	// the string of all its bytes, never changed once stored. The slice is
-	// replaced, never changed, so that hits read it without chunkMu.
-	full     atomic.Pointer[[]string]
-	bytes    int64 // guarded by chunkMu: length of all strings
-	retained int64 // guarded by chunkMu: chunk capacity and own allocations
+	// the string of all its bytes. The slice is replaced, never changed, so
+	// that hits read it without a lock.
+	full atomic.Pointer[[]string]
 }
 
 // tableShard is an open-addressing index with linear probing: a slot is 0
@@ -83,12 +92,28 @@ type Table struct {
 // its tag scaled to the index, so a grow places the slots again without
 // reading or hashing a string. Past 2^20 slots in a shard (some 30 million
 // strings in a table), homes are spaced out and probes run longer.
+//
+// Hits take no lock: they probe the version of the index they load, whose
+// slots change only from empty to a string, with sync/atomic. A hit that
+// ends on an empty slot, or on a string that its version cannot read yet
+// (in the current chunk, or a newer string of the shard's own), looks again
+// under the shard's lock, as a miss does.
 type tableShard struct {
 	mu    sync.Mutex
-	slots []uint64 // guarded by mu
-	n     int      // strings in slots; guarded by mu
-	own   []string // strings with their own allocation, by number; guarded by mu
-	_     [64]byte // keeps shards' hot fields on separate cache lines
+	index atomic.Pointer[tableIndex] // nil while empty; replaced under mu
+	n     int                        // strings in the index; guarded by mu
+	_     [64]byte                   // keeps shards' hot fields on separate cache lines
+}
+
+// tableIndex is a version of a shard's index. A grow, a string with an
+// allocation of its own and a reset replace it.
+type tableIndex struct {
+	slots []uint64 // read and written with sync/atomic
+	// own holds the strings that have an allocation of their own, by
+	// number. Later versions append to the same array, beyond this
+	// version's length, which is never changed.
+	own []string
+	gen *tableGen
 }
 
 const (
@@ -115,18 +140,27 @@ func tableSlot(tag uint64, length, c, off int) uint64 {
 	return slotUsed | tag<<tagShift | uint64(length)<<lenShift | uint64(c)<<chunkBits | uint64(off)
 }
 
+// slotTag returns the tag of slot w.
+func slotTag(w uint64) uint64 { return w >> tagShift & (1<<tagBits - 1) }
+
 // home returns where a tag's probe starts in an index of n slots.
 func home(tag uint64, n int) int { return int(tag * uint64(n) >> tagBits) }
 
 // Intern returns the canonical string for b.
 //
-// Intern makes no allocation on a hit; on a miss it copies b once, into a
-// shared chunk, allocating a new chunk when the current one is full, and a
-// larger index for the shard now and then.
+// Intern makes no allocation on a hit, and takes no lock unless the string
+// is among the newest; on a miss it copies b once, into a shared chunk,
+// allocating a new chunk when the current one is full, and a larger index
+// for the shard now and then.
 func (t *Table) Intern(b []byte) string {
 	h := maphash.Bytes(seed, b)
 	s := &t.shards[h%shards]
 	tag := h >> (64 - tagBits)
+	if ix := s.index.Load(); ix != nil {
+		if v, ok := ix.lookup(tag, b); ok {
+			return v
+		}
+	}
 	s.mu.Lock()
 	v, p, ok := t.find(s, tag, b)
 	if !ok {
@@ -136,20 +170,66 @@ func (t *Table) Intern(b []byte) string {
 	return v
 }
 
+// lookup returns the string of ix equal to b, if ix has it in a chunk that
+// is full or among its own strings. It takes no lock.
+func (ix *tableIndex) lookup(tag uint64, b []byte) (string, bool) {
+	n := len(ix.slots)
+	full := ix.gen.full.Load()
+	for p := home(tag, n); ; {
+		w := atomic.LoadUint64(&ix.slots[p])
+		if w == 0 {
+			return "", false
+		}
+		if slotTag(w) == tag {
+			v, ok := ix.fullString(w, full)
+			if !ok {
+				return "", false // newer than ix or full: under the lock
+			}
+			if v == string(b) {
+				return v, true
+			}
+		}
+		if p++; p == n {
+			p = 0
+		}
+	}
+}
+
+// fullString returns the string that slot w refers to, if it is among the
+// own strings of ix or in one of the full chunks.
+func (ix *tableIndex) fullString(w uint64, full *[]string) (string, bool) {
+	if w&slotOwn != 0 {
+		if i := int(uint32(w)); i < len(ix.own) {
+			return ix.own[i], true
+		}
+		return "", false
+	}
+	length := int(w >> lenShift & (maxChunked - 1))
+	if length == 0 {
+		return "", true
+	}
+	c, off := int(w>>chunkBits&(maxChunks-1)), int(w&(maxChunk-1))
+	if full == nil || c >= len(*full) {
+		return "", false
+	}
+	return (*full)[c][off : off+length], true
+}
+
 // find returns the string of s equal to b, or the empty slot where the probe
 // for it ended (-1 in an empty index). It requires s.mu.
 func (t *Table) find(s *tableShard, tag uint64, b []byte) (v string, p int, ok bool) {
-	n := len(s.slots)
-	if n == 0 {
+	ix := s.index.Load()
+	if ix == nil {
 		return "", -1, false
 	}
+	n := len(ix.slots)
 	for p = home(tag, n); ; {
-		w := s.slots[p]
+		w := ix.slots[p] // writers hold mu
 		if w == 0 {
 			return "", p, false
 		}
-		if w>>tagShift&(1<<tagBits-1) == tag {
-			if v = t.slotString(s, w); v == string(b) {
+		if slotTag(w) == tag {
+			if v = t.slotString(ix, w); v == string(b) {
 				return v, p, true
 			}
 		}
@@ -159,65 +239,78 @@ func (t *Table) find(s *tableShard, tag uint64, b []byte) (v string, p int, ok b
 	}
 }
 
-// slotString returns the string that slot w of s refers to. It requires
-// s.mu.
-func (t *Table) slotString(s *tableShard, w uint64) string {
-	if w&slotOwn != 0 {
-		return s.own[uint32(w)]
+// slotString returns the string that slot w of ix refers to, ix being its
+// shard's current index. It requires the shard's lock.
+func (t *Table) slotString(ix *tableIndex, w uint64) string {
+	if v, ok := ix.fullString(w, ix.gen.full.Load()); ok {
+		return v
 	}
-	length := int(w >> lenShift & (maxChunked - 1))
-	if length == 0 {
-		return ""
-	}
-	c, off := int(w>>chunkBits&(maxChunks-1)), int(w&(maxChunk-1))
-	if full := t.full.Load(); full != nil && c < len(*full) {
-		return (*full)[c][off : off+length]
-	}
-	// The current chunk, unless it was filled since the load above.
+	// The current chunk, unless it was filled since.
 	t.chunkMu.Lock()
 	defer t.chunkMu.Unlock()
-	if full := *t.full.Load(); c < len(full) {
-		return full[c][off : off+length]
+	if v, ok := ix.fullString(w, ix.gen.full.Load()); ok {
+		return v
 	}
+	length := int(w >> lenShift & (maxChunked - 1))
+	off := int(w & (maxChunk - 1))
 	return t.chunk.String()[off : off+length]
+}
+
+// generation returns the chunks' current generation. It requires a shard's
+// lock, which keeps Reset from replacing it.
+func (t *Table) generation() *tableGen {
+	if g := t.gen.Load(); g != nil {
+		return g
+	}
+	t.gen.CompareAndSwap(nil, new(tableGen))
+	return t.gen.Load()
 }
 
 // insert adds b to s, whose probe for it ended at the empty slot p, and
 // returns its canonical string. It requires s.mu.
 func (t *Table) insert(s *tableShard, tag uint64, p int, b []byte) string {
 	v, w := t.store(b)
+	ix := s.index.Load()
+	if ix == nil {
+		ix = &tableIndex{gen: t.generation()}
+	}
 	if w == 0 {
-		w = slotUsed | slotOwn | uint64(len(s.own))
-		s.own = append(s.own, v)
+		// The new version holds the string before any slot refers to it.
+		w = slotUsed | slotOwn | uint64(len(ix.own))
+		ix = &tableIndex{slots: ix.slots, own: append(ix.own, v), gen: ix.gen}
+		if len(ix.slots) > 0 {
+			s.index.Store(ix)
+		}
 	}
 	w |= tag << tagShift
 	s.n++
 	// At 7/8 full a probe reads 4.5 slots on average, almost always in one
 	// cache line. An index of 1024 slots or more grows by a quarter, which
 	// keeps it at least 70% full; a smaller one doubles.
-	if n := len(s.slots); s.n*8 > n*7 {
+	if n := len(ix.slots); s.n*8 > n*7 {
 		size := max(16, 2*n)
 		if n >= 1024 {
 			size = n + n/4
 		}
 		grown := make([]uint64, size)
-		for _, x := range s.slots {
+		for _, x := range ix.slots {
 			if x != 0 {
 				tablePlace(grown, x)
 			}
 		}
 		tablePlace(grown, w)
-		s.slots = grown
+		s.index.Store(&tableIndex{slots: grown, own: ix.own, gen: ix.gen})
 		return v
 	}
-	s.slots[p] = w
+	atomic.StoreUint64(&ix.slots[p], w)
 	return v
 }
 
-// tablePlace puts slot w in the first empty slot from its home.
+// tablePlace puts slot w in the first empty slot from its home, in an index
+// that no lookup sees yet.
 func tablePlace(slots []uint64, w uint64) {
 	n := len(slots)
-	p := home(w>>tagShift&(1<<tagBits-1), n)
+	p := home(slotTag(w), n)
 	for slots[p] != 0 {
 		if p++; p == n {
 			p = 0
@@ -228,7 +321,7 @@ func tablePlace(slots []uint64, w uint64) {
 
 // store copies b into the table's memory. It returns the string and, for a
 // string in a chunk, its slot without the tag; 0 for a string with an
-// allocation of its own.
+// allocation of its own. It requires a shard's lock.
 func (t *Table) store(b []byte) (string, uint64) {
 	t.chunkMu.Lock()
 	defer t.chunkMu.Unlock()
@@ -236,14 +329,15 @@ func (t *Table) store(b []byte) (string, uint64) {
 	if len(b) == 0 {
 		return "", tableSlot(0, 0, 0, 0)
 	}
-	full := t.full.Load()
-	if full == nil {
-		full = new([]string)
-		t.full.Store(full)
-	}
 	if len(b) >= maxChunked {
 		t.retained += int64(len(b))
 		return string(b), 0
+	}
+	g := t.generation()
+	full := g.full.Load()
+	if full == nil {
+		full = new([]string)
+		g.full.Store(full)
 	}
 	if t.chunk.Cap()-t.chunk.Len() < len(b) {
 		if next := len(*full) + min(t.chunk.Cap(), 1); next >= maxChunks {
@@ -253,9 +347,10 @@ func (t *Table) store(b []byte) (string, uint64) {
 		}
 		if t.chunk.Cap() > 0 {
 			// Retire the current chunk: from now on hits read it without
-			// the lock.
+			// a lock.
 			next := append((*full)[:len(*full):len(*full)], t.chunk.String())
-			t.full.Store(&next)
+			full = &next
+			g.full.Store(full)
 		}
 		// Size the next chunk by what the table holds, so that its unused
 		// tail stays a small fraction of it.
@@ -268,24 +363,26 @@ func (t *Table) store(b []byte) (string, uint64) {
 	// String() stay valid and unchanged.
 	start := t.chunk.Len()
 	t.chunk.Write(b)
-	return t.chunk.String()[start:], tableSlot(0, len(b), len(*t.full.Load()), start)
+	return t.chunk.String()[start:], tableSlot(0, len(b), len(*full), start)
 }
 
 // Reset drops every string from the table. Strings returned before stay
-// valid; they are freed once nothing references them.
+// valid; they are freed once nothing references them. An Intern concurrent
+// with Reset may return the string from before it.
 func (t *Table) Reset() {
 	// Every shard's lock, then the chunk's, as Intern takes them: no string
-	// is being added meanwhile, so no slot outlives the chunks it refers to.
+	// is being added meanwhile.
 	for i := range t.shards {
 		t.shards[i].mu.Lock()
 	}
 	t.chunkMu.Lock()
 	for i := range t.shards {
 		s := &t.shards[i]
-		s.slots, s.n, s.own = nil, 0, nil
+		s.index.Store(nil)
+		s.n = 0
 	}
 	t.chunk = strings.Builder{}
-	t.full.Store(nil)
+	t.gen.Store(new(tableGen))
 	t.bytes, t.retained = 0, 0
 	t.chunkMu.Unlock()
 	for i := range t.shards {

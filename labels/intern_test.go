@@ -216,7 +216,7 @@ func TestTableChunkNumbers(t *testing.T) {
 	var tab Table
 	// As if maxChunks-1 chunks were filled: the next chunk is the last.
 	filled := make([]string, maxChunks-1)
-	tab.full.Store(&filled)
+	tab.generation().full.Store(&filled)
 	vals := internValues(200) // more than one minimum chunk
 	got := make([]string, len(vals))
 	for i, v := range vals {
@@ -224,12 +224,14 @@ func TestTableChunkNumbers(t *testing.T) {
 	}
 	own := 0
 	for i := range tab.shards {
-		own += len(tab.shards[i].own)
+		if ix := tab.shards[i].index.Load(); ix != nil {
+			own += len(ix.own)
+		}
 	}
 	if own == 0 || own == len(vals) {
 		t.Fatalf("%d of %d strings have their own allocation, want some but not all", own, len(vals))
 	}
-	if n := len(*tab.full.Load()); n != maxChunks-1 {
+	if n := len(*tab.generation().full.Load()); n != maxChunks-1 {
 		t.Fatalf("%d chunks filled, want %d: no chunk beyond the last number", n, maxChunks-1)
 	}
 	for i, v := range vals {

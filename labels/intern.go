@@ -34,8 +34,6 @@ const shards = 32
 // collide, which would make an index of linear probes quadratic.
 var seed = maphash.MakeSeed()
 
-func shardOf(b []byte) int { return int(maphash.Bytes(seed, b) % shards) }
-
 // Table is ingestkit's own [Interner]. A hit costs a probe of a flat index,
 // without a lock unless the string is among the newest, and no allocation
 // or copy; a miss copies the bytes once into a chunk shared with other
@@ -420,6 +418,10 @@ func (t *Table) Stats() InternStats {
 // canonical string, the handle that keeps the string alive in the backing
 // package, so that a hit never reaches that package and the entry does not
 // vanish at the next garbage collection while this interner holds it.
+//
+// Each shard indexes its entries as a [Table] shard indexes its strings:
+// slots of a tag and the entry's number, probed without a lock in the
+// version of the index that a hit loads.
 type handleMap[H any] struct {
 	shards [shards]handleShard[H]
 }
@@ -431,24 +433,96 @@ type handleEntry[H any] struct {
 
 type handleShard[H any] struct {
 	mu    sync.Mutex
-	m     map[string]handleEntry[H] // guarded by mu
-	bytes int64                     // guarded by mu
+	index atomic.Pointer[handleIndex[H]] // nil while empty; replaced under mu
+	bytes int64                          // guarded by mu
 	_     [64]byte
 }
 
-func (f *handleMap[H]) intern(b []byte, canon func([]byte) (string, H)) string {
-	s := &f.shards[shardOf(b)]
-	s.mu.Lock()
-	e, ok := s.m[string(b)]
-	if !ok {
-		if s.m == nil {
-			s.m = make(map[string]handleEntry[H])
-		}
-		e.s, e.h = canon(b)
-		s.m[e.s] = e
-		s.bytes += int64(len(b))
+// handleIndex is a version of a handleShard's index: slots hold a tag and an
+// entry's number. Every new entry makes a new version, which shares the
+// slots (filled with sync/atomic) and appends to the entries beyond the
+// length of earlier versions, which never changes.
+type handleIndex[H any] struct {
+	slots   []uint64
+	entries []handleEntry[H]
+}
+
+// find returns the string of ix equal to b, or the empty slot where the
+// probe for it ended (-1 in an empty index, or if the string may be in a
+// later version).
+func (ix *handleIndex[H]) find(tag uint64, b []byte) (string, int, bool) {
+	n := len(ix.slots)
+	if n == 0 {
+		return "", -1, false
 	}
-	s.mu.Unlock()
+	for p := home(tag, n); ; {
+		w := atomic.LoadUint64(&ix.slots[p])
+		if w == 0 {
+			return "", p, false
+		}
+		if slotTag(w) == tag {
+			i := int(uint32(w))
+			if i >= len(ix.entries) {
+				return "", -1, false
+			}
+			if e := &ix.entries[i]; e.s == string(b) {
+				return e.s, p, true
+			}
+		}
+		if p++; p == n {
+			p = 0
+		}
+	}
+}
+
+func (f *handleMap[H]) intern(b []byte, canon func([]byte) (string, H)) string {
+	return f.internHash(maphash.Bytes(seed, b), b, canon)
+}
+
+// internHash is intern with the hash of b given.
+func (f *handleMap[H]) internHash(h uint64, b []byte, canon func([]byte) (string, H)) string {
+	s := &f.shards[h%shards]
+	tag := h >> (64 - tagBits)
+	if ix := s.index.Load(); ix != nil {
+		if v, _, ok := ix.find(tag, b); ok {
+			return v
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ix := s.index.Load()
+	if ix == nil {
+		ix = &handleIndex[H]{}
+	}
+	// The current version has every entry: the probe is the last word.
+	v, p, ok := ix.find(tag, b)
+	if ok {
+		return v
+	}
+	var e handleEntry[H]
+	e.s, e.h = canon(b)
+	s.bytes += int64(len(b))
+	w := slotUsed | tag<<tagShift | uint64(len(ix.entries))
+	next := &handleIndex[H]{slots: ix.slots, entries: append(ix.entries, e)}
+	// At 7/8 full, grow as a Table's index does.
+	if n := len(ix.slots); len(next.entries)*8 > n*7 {
+		size := max(16, 2*n)
+		if n >= 1024 {
+			size = n + n/4
+		}
+		next.slots = make([]uint64, size)
+		for _, x := range ix.slots {
+			if x != 0 {
+				tablePlace(next.slots, x)
+			}
+		}
+		tablePlace(next.slots, w)
+		s.index.Store(next)
+		return e.s
+	}
+	// The version holds the entry before a slot refers to it.
+	s.index.Store(next)
+	atomic.StoreUint64(&next.slots[p], w)
 	return e.s
 }
 
@@ -456,7 +530,7 @@ func (f *handleMap[H]) reset() {
 	for i := range f.shards {
 		s := &f.shards[i]
 		s.mu.Lock()
-		s.m = nil
+		s.index.Store(nil)
 		s.bytes = 0
 		s.mu.Unlock()
 	}
@@ -467,7 +541,9 @@ func (f *handleMap[H]) stats() InternStats {
 	for i := range f.shards {
 		s := &f.shards[i]
 		s.mu.Lock()
-		st.Strings += len(s.m)
+		if ix := s.index.Load(); ix != nil {
+			st.Strings += len(ix.entries)
+		}
 		st.Bytes += s.bytes
 		s.mu.Unlock()
 	}

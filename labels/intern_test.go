@@ -241,10 +241,40 @@ func TestTableChunkNumbers(t *testing.T) {
 	}
 }
 
-// TestTableResetConcurrent resets a table while other goroutines intern:
-// every result is the string given, whichever side of a reset it fell on.
-func TestTableResetConcurrent(t *testing.T) {
-	var tab Table
+// TestHandleTagCollisions gives many strings one shard and one tag in the
+// front of Unique and Go4: each is still found by its bytes.
+func TestHandleTagCollisions(t *testing.T) {
+	var u Unique
+	const h = 5<<(64-tagBits) | 3 // tag 5, shard 3
+	vals := internValues(3000)
+	got := make([]string, len(vals))
+	for i, v := range vals {
+		got[i] = u.f.internHash(h, bytes.Clone(v), makeUnique)
+	}
+	for i, v := range vals {
+		if again := u.f.internHash(h, v, makeUnique); again != string(v) || !sameMemory(again, got[i]) {
+			t.Fatalf("internHash(%q) again = %q, not the canonical string", v, again)
+		}
+	}
+	if st := u.Stats(); st.Strings != len(vals) {
+		t.Fatalf("Stats().Strings = %d, want %d", st.Strings, len(vals))
+	}
+	if ix := u.f.shards[3].index.Load(); ix == nil || len(ix.entries) != len(vals) {
+		t.Fatalf("shard 3 does not hold the %d strings", len(vals))
+	}
+}
+
+// TestInternResetConcurrent resets an interner while other goroutines
+// intern: every result is the string given, whichever side of a reset it
+// fell on.
+func TestInternResetConcurrent(t *testing.T) {
+	for _, tc := range internerCases {
+		t.Run(tc.name, func(t *testing.T) { testResetConcurrent(t, tc) })
+	}
+}
+
+func testResetConcurrent(t *testing.T, tc internerCase) {
+	in := tc.new()
 	vals := internValues(3000)
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -256,7 +286,7 @@ func TestTableResetConcurrent(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				tab.Reset()
+				tc.reset(in)
 				runtime.Gosched()
 			}
 		}
@@ -270,7 +300,7 @@ func TestTableResetConcurrent(t *testing.T) {
 			for round := range 5 {
 				for _, v := range vals {
 					buf := bytes.Clone(v)
-					got := tab.Intern(buf)
+					got := in.Intern(buf)
 					clear(buf)
 					if got != string(v) {
 						fail.Do(func() { t.Errorf("round %d: Intern(%q) = %q", round, v, got) })

@@ -83,8 +83,9 @@ func FuzzBuilder(f *testing.F) {
 	})
 }
 
-// FuzzIntern checks that every interner returns the bytes it was given and
-// keeps them when the caller's buffer changes.
+// FuzzIntern checks that every interner returns the bytes it was given,
+// keeps them when the caller's buffer changes, and returns the same string
+// when given them again.
 func FuzzIntern(f *testing.F) {
 	f.Add([]byte("api-server-7d9f8b6c5-x2k4p"))
 	f.Add([]byte{})
@@ -102,6 +103,12 @@ func FuzzIntern(f *testing.F) {
 		for i, s := range got {
 			if s != want {
 				t.Fatalf("interner %d: Intern(%q) = %q after the buffer changed", i, want, s)
+			}
+		}
+		again := []string{tab.Intern([]byte(want)), u.Intern([]byte(want)), g.Intern([]byte(want))}
+		for i, s := range again {
+			if !sameMemory(s, got[i]) {
+				t.Fatalf("interner %d: Intern(%q) again returned another copy", i, want)
 			}
 		}
 	})

@@ -60,7 +60,7 @@ func main() {
 	flag.IntVar(&c.maxValueLength, "max-label-value-length", 0, "reject series with a longer label value (0: no limit)")
 	flag.Int64Var(&c.maxExemplars, "max-exemplars", 100_000, "size of the exemplar storage")
 	flag.StringVar(&c.exemplarStore, "exemplar-store", "ring", "where exemplars go: ring (ingestkit's exemplars.Ring, in memory) or tsdb (the TSDB's own exemplar storage, with its WAL)")
-	flag.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker")
+	flag.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
 	flag.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
 	flag.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
 	flag.Parse()
@@ -248,7 +248,8 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	return srv.Shutdown(shutdownCtx)
 }
 
-// purgeLoop drops idle series from the ref cache and the tracker.
+// purgeLoop drops idle series from the ref cache and the tracker (see
+// Receiver.Purge).
 func purgeLoop(ctx context.Context, r *Receiver, every, idle time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()

@@ -263,9 +263,19 @@ func (r *Receiver) UpdateStats(s *Stats) {
 
 // Purge forgets the series of the ref cache and the active-series tracker
 // not seen since keepFrom. The program calls it periodically.
+//
+// If the cache dropped series, Purge also resets the interner (which the
+// slicelabels build uses for the labels of new series), so that the strings
+// of series that went away are not held for the life of the process, as
+// labels.Table would hold them: strings that the TSDB's series hold stay
+// valid, and series created after the reset intern their strings anew.
 func (r *Receiver) Purge(keepFrom time.Time) (cache, active int) {
 	ms := keepFrom.UnixMilli()
-	return r.cache.Purge(ms), r.tracker.Purge(ms)
+	cache, active = r.cache.Purge(ms), r.tracker.Purge(ms)
+	if cache > 0 {
+		r.strings.Reset()
+	}
+	return cache, active
 }
 
 // ServeHTTP answers a remote-write request. The checks come in the order of

@@ -209,3 +209,46 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("Stats() = %+v, head series %d; want %d samples, %d series", s, db.Head().NumSeries(), workers*requests*series, workers*series)
 	}
 }
+
+// TestPurgeResetsInterner checks that a purge that drops series from the
+// ref cache lets go of the interned strings, and that series appended
+// before it are still found and appended to after it.
+func TestPurgeResetsInterner(t *testing.T) {
+	r, err := NewReceiver(newBenchDB(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := typicalRequest("purge", remoteapi.WriteV1MessageType, typicalSeries(50, ""))
+	base := time.Now().Add(-time.Hour).UnixMilli()
+	br := newBenchRequest(remoteapi.WriteV1MessageType)
+	serve := func(k int64) {
+		t.Helper()
+		b, err := req.body(base + k*100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		br.serve(r, b)
+		if br.w.code != http.StatusNoContent {
+			t.Fatalf("status %d: %s", br.w.code, br.w.body.String())
+		}
+	}
+	serve(0)
+	r.strings.Intern([]byte("held-until-a-purge")) // the default build interns nothing itself
+	if cache, _ := r.Purge(time.Now().Add(-2 * time.Hour)); cache != 0 {
+		t.Fatalf("Purge before every series' last sight dropped %d from the cache", cache)
+	}
+	if st := r.strings.Stats(); st.Strings == 0 {
+		t.Fatalf("a purge that dropped nothing reset the interner")
+	}
+	cache, active := r.Purge(time.Now().Add(time.Hour))
+	if cache != 50 || active != 50 {
+		t.Fatalf("Purge after every series' last sight dropped %d from the cache and %d from the tracker, want 50 and 50", cache, active)
+	}
+	if st := r.strings.Stats(); st.Strings != 0 || st.Bytes != 0 {
+		t.Fatalf("after a purge that dropped series, the interner holds %+v", st)
+	}
+	serve(1) // the same series again, after the reset
+	if got := r.Stats().Samples; got != 100 {
+		t.Fatalf("Stats().Samples = %d after two requests of 50 series, want 100", got)
+	}
+}

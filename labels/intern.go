@@ -25,8 +25,8 @@ type Interner interface {
 
 // shards is the number of independently locked parts of each interner; 32
 // keeps the fixed cost of an interner near 4 KiB. Other counts were not
-// measured. BenchmarkInternParallel gives the hit path from all cores: a
-// Table's hits take no lock, those of Unique and Go4 lock their shard.
+// measured. BenchmarkInternParallel gives the hit path from all cores; the
+// hits of every interner here take no lock.
 const shards = 32
 
 // seed keys the hash that picks shards and index slots. It is random per
@@ -45,7 +45,7 @@ var seed = maphash.MakeSeed()
 // Retained memory is the strings' bytes, the unused tail of the current
 // chunk (at most 1/32 of the table once it holds 32 KiB), and the index: one
 // 8-byte word per string that holds where its bytes are, in a table kept 44%
-// to 88% full (70% to 88% once a shard's has 1024 slots), so 9 to 18 bytes
+// to 88% full (70% to 88% once a shard's index has 1024 slots), so 9 to 18 bytes
 // per string. TestTableRetained holds the bytes kept for the strings within
 // 5% of their length; with the index, BenchmarkIntern measures 1.44 bytes
 // of heap held per byte of 10k distinct ~35-byte strings (heap-B/B).
@@ -282,26 +282,37 @@ func (t *Table) insert(s *tableShard, tag uint64, p int, b []byte) string {
 	}
 	w |= tag << tagShift
 	s.n++
-	// At 7/8 full a probe reads 4.5 slots on average, almost always in one
-	// cache line. An index of 1024 slots or more grows by a quarter, which
-	// keeps it at least 70% full; a smaller one doubles.
-	if n := len(ix.slots); s.n*8 > n*7 {
-		size := max(16, 2*n)
-		if n >= 1024 {
-			size = n + n/4
-		}
-		grown := make([]uint64, size)
-		for _, x := range ix.slots {
-			if x != 0 {
-				tablePlace(grown, x)
-			}
-		}
-		tablePlace(grown, w)
+	if grown := tableGrow(ix.slots, s.n, w); grown != nil {
 		s.index.Store(&tableIndex{slots: grown, own: ix.own, gen: ix.gen})
 		return v
 	}
 	atomic.StoreUint64(&ix.slots[p], w)
 	return v
+}
+
+// tableGrow returns, if an index of slots is too full to hold n strings, a
+// larger one with its slots and w; otherwise nil. At 7/8 full a probe reads
+// 4.5 slots on average, almost always in one cache line. An index of 1024
+// slots or more grows by a quarter, which keeps it at least 70% full; a
+// smaller one doubles.
+func tableGrow(slots []uint64, n int, w uint64) []uint64 {
+	size := len(slots)
+	if n*8 <= size*7 {
+		return nil
+	}
+	if size >= 1024 {
+		size += size / 4
+	} else {
+		size = max(16, 2*size)
+	}
+	grown := make([]uint64, size)
+	for _, x := range slots {
+		if x != 0 {
+			tablePlace(grown, x)
+		}
+	}
+	tablePlace(grown, w)
+	return grown
 }
 
 // tablePlace puts slot w in the first empty slot from its home, in an index
@@ -504,19 +515,8 @@ func (f *handleMap[H]) internHash(h uint64, b []byte, canon func([]byte) (string
 	s.bytes += int64(len(b))
 	w := slotUsed | tag<<tagShift | uint64(len(ix.entries))
 	next := &handleIndex[H]{slots: ix.slots, entries: append(ix.entries, e)}
-	// At 7/8 full, grow as a Table's index does.
-	if n := len(ix.slots); len(next.entries)*8 > n*7 {
-		size := max(16, 2*n)
-		if n >= 1024 {
-			size = n + n/4
-		}
-		next.slots = make([]uint64, size)
-		for _, x := range ix.slots {
-			if x != 0 {
-				tablePlace(next.slots, x)
-			}
-		}
-		tablePlace(next.slots, w)
+	if grown := tableGrow(ix.slots, len(next.entries), w); grown != nil {
+		next.slots = grown
 		s.index.Store(next)
 		return e.s
 	}

@@ -193,10 +193,10 @@ func TestTableTagCollisions(t *testing.T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, v := range vals {
-		if _, _, ok := tab.find(s, tag, v); ok {
+		_, p, ok := tab.find(s, tag, v)
+		if ok {
 			t.Fatalf("find(%q) before insert: found", v)
 		}
-		_, p, _ := tab.find(s, tag, v)
 		got[i] = tab.insert(s, tag, p, bytes.Clone(v))
 	}
 	for i, v := range vals {

@@ -13,9 +13,10 @@ import (
 // cost of the range read alone: impl=readall is io.ReadAll of the range
 // reader, as the Thanos store gateway once read index ranges; impl=minread
 // is its later form, a buffer of length+bytes.MinRead filled by ReadFrom;
-// impl=ingestkit is ReadRange (exactly length bytes, rounded up by Go's
-// allocator to its size class: 320 B for 300 B); impl=ingestkit-pool is
-// ReadRangeBuffer and Release (none).
+// impl=ingestkit is ReadRange (length bytes: a 300-byte range is carved
+// from a shared 32 KiB slab, where a buffer of its own would take Go's
+// 320-byte size class; longer ranges are allocations of exactly their
+// length); impl=ingestkit-pool is ReadRangeBuffer and Release (none).
 func BenchmarkReadRange(b *testing.B) {
 	ctx := context.Background()
 	data := randomBytes(2 << 20)

@@ -11,8 +11,9 @@
 // Concurrency: [RangeReader] and [Reader] are safe for concurrent use by
 // multiple goroutines and meant to be shared (one RangeReader per bucket,
 // one Reader per block); a [Batch] is for one goroutine at a time.
-// Allocations: [RangeReader.ReadRange] allocates exactly the range's
-// length; [RangeReader.ReadRangeBuffer], [RangeReader.ReadRanges] and
+// Allocations: [RangeReader.ReadRange] allocates the range's length (short
+// ranges are carved from shared slabs, see [RangeOptions.SlabSize]);
+// [RangeReader.ReadRangeBuffer], [RangeReader.ReadRanges] and
 // [Reader.ExpandedPostings] allocate nothing for the bytes they read in the
 // steady state, and lengths from storage are checked against
 // [RangeOptions.MaxRangeSize] before anything is allocated.

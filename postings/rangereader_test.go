@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"reflect"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -158,12 +160,19 @@ func TestReadRangeAllocs(t *testing.T) {
 	data := randomBytes(2 << 20)
 	rr := NewRangeReader(ReaderAtSource(bytes.NewReader(data)), RangeOptions{})
 	for _, n := range []int64{300, 64 << 10, 1536 << 10} {
+		// A 300-byte range is carved from a 32 KiB slab: two allocations
+		// (the slab and its header) per 109 ranges, which AllocsPerRun,
+		// an integer average, shows as 0.
+		want := 1.0
+		if n <= DefaultSlabSize/64 {
+			want = 0
+		}
 		if a := testing.AllocsPerRun(50, func() {
 			if _, err := rr.ReadRange(ctx, "x", 7, n); err != nil {
 				t.Fatal(err)
 			}
-		}); a != 1 {
-			t.Errorf("ReadRange(%d bytes): %v allocs, want 1", n, a)
+		}); a != want {
+			t.Errorf("ReadRange(%d bytes): %v allocs, want %v", n, a, want)
 		}
 		if a := testing.AllocsPerRun(50, func() {
 			b, err := rr.ReadRangeBuffer(ctx, "x", 7, n)
@@ -324,4 +333,132 @@ func TestRangeReaderConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// address returns where b's bytes are, as an integer.
+func address(b []byte) uintptr { return reflect.ValueOf(b).Pointer() }
+
+// TestReadRangeSlabs checks that short ranges are carved one after the
+// other from a slab, with no room to append into the next, that longer
+// ones and those of a reader with slabs off are not, and that a carved
+// range costs its length in bytes allocated.
+func TestReadRangeSlabs(t *testing.T) {
+	ctx := context.Background()
+	data := randomBytes(1 << 20)
+	src := ReaderAtSource(bytes.NewReader(data))
+	read := func(rr *RangeReader, off, n int64) []byte {
+		t.Helper()
+		b, err := rr.ReadRange(ctx, "x", off, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, data[off:off+n]) || int64(cap(b)) != n {
+			t.Fatalf("ReadRange(%d, %d) = %d bytes (cap %d), not the range's", off, n, len(b), cap(b))
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name    string
+		opts    RangeOptions
+		n       int64
+		carved  bool
+		perSlab int
+	}{
+		{"default", RangeOptions{}, 300, true, DefaultSlabSize / 300},
+		{"default, longest carved", RangeOptions{}, DefaultSlabSize / 64, true, 64},
+		{"default, one byte longer", RangeOptions{}, DefaultSlabSize/64 + 1, false, 0},
+		{"4 KiB slabs", RangeOptions{SlabSize: 4 << 10}, 64, true, 64},
+		{"below 4 KiB: off", RangeOptions{SlabSize: 4<<10 - 1}, 10, false, 0},
+		{"off", RangeOptions{SlabSize: -1}, 300, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rr := NewRangeReader(src, tc.opts)
+			prev := read(rr, 0, tc.n)
+			adjacent := 0
+			for i := 1; i < 200; i++ {
+				b := read(rr, int64(i)*tc.n, tc.n)
+				if address(b) == address(prev)+uintptr(tc.n) {
+					adjacent++
+				}
+				// Appending to a carved range must not touch the next.
+				_ = append(prev, 0xAA)
+				if !bytes.Equal(b, data[int64(i)*tc.n:int64(i+1)*tc.n]) {
+					t.Fatalf("range %d changed by an append to the one before", i)
+				}
+				prev = b
+			}
+			if !tc.carved {
+				if adjacent > 10 {
+					t.Errorf("%d of 199 ranges follow the one before in memory; want them not carved", adjacent)
+				}
+				return
+			}
+			// Every range but the first of each slab follows the one
+			// before.
+			if want := 199 - 199/tc.perSlab; adjacent < want {
+				t.Errorf("%d of 199 ranges follow the one before in memory, want at least %d", adjacent, want)
+			}
+		})
+	}
+
+	if raceEnabled {
+		return
+	}
+	// Bytes allocated per 300-byte range: at most 1.01 times its length,
+	// the bound. Other goroutines' allocations only add to the
+	// count, so a high figure is measured again.
+	rr := NewRangeReader(src, RangeOptions{})
+	const runs, n = 10_000, 300
+	var perRange float64
+	for try := 0; try < 5; try++ {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range runs {
+			if _, err := rr.ReadRange(ctx, "x", int64(i), n); err != nil {
+				t.Fatal(err)
+			}
+		}
+		runtime.ReadMemStats(&after)
+		if perRange = float64(after.TotalAlloc-before.TotalAlloc) / runs; perRange <= 1.01*n {
+			break
+		}
+	}
+	t.Logf("%.1f bytes allocated per %d-byte range", perRange, n)
+	if perRange > 1.01*n {
+		t.Errorf("%.1f bytes allocated per %d-byte range, want at most %.0f", perRange, n, 1.01*n)
+	}
+}
+
+// TestReadRangeSlabsConcurrent reads short ranges from many goroutines at
+// once, so that they race to carve and to replace full slabs, and checks
+// every range's bytes after all are read: no two share bytes.
+func TestReadRangeSlabsConcurrent(t *testing.T) {
+	ctx := context.Background()
+	data := randomBytes(1 << 20)
+	rr := NewRangeReader(ReaderAtSource(bytes.NewReader(data)), RangeOptions{SlabSize: 4 << 10})
+	const goroutines, each = 8, 500
+	got := make([][][]byte, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range each {
+				off, n := int64(g*each+i)*7, int64(1+(g+i)%64)
+				b, err := rr.ReadRange(ctx, "x", off, n)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[g] = append(got[g], b)
+			}
+		})
+	}
+	wg.Wait()
+	for g := range got {
+		for i, b := range got[g] {
+			off, n := int64(g*each+i)*7, int64(1+(g+i)%64)
+			if !bytes.Equal(b, data[off:off+n]) {
+				t.Fatalf("goroutine %d range %d: wrong bytes", g, i)
+			}
+		}
+	}
 }

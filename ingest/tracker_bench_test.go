@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -280,18 +281,26 @@ var (
 //     fits in the caches, each update then moves its series' time from one
 //     core's cache to another's and, in a tracker whose lookups lock (such
 //     as Cortex's), its stripe's lock as well;
+//   - state=existing-partitioned: the same, but each goroutine updates a
+//     share of the series of its own, as concurrent pushes from different
+//     senders do: a series' time then stays in one core's cache, and only
+//     what the tracker shares between series, such as a stripe's lock,
+//     moves between the cores;
 //   - state=new: series the tracker does not hold: each round of n
 //     updates adds every series to a tracker made for the round, so that
 //     the cost of growing the tracker to n series is in the op.
 func BenchmarkTrackerUpdate(b *testing.B) {
 	for _, n := range []int{10_000, 1_000_000} {
-		for _, state := range []string{"new", "existing"} {
+		for _, state := range []string{"new", "existing", "existing-partitioned"} {
 			for _, impl := range trackerImpls {
 				b.Run(fmt.Sprintf("series=%d/state=%s/impl=%s", n, state, impl.name), func(b *testing.B) {
-					if state == "new" {
+					switch state {
+					case "new":
 						benchTrackerNew(b, n, impl.new)
-					} else {
+					case "existing":
 						benchTrackerExisting(b, n, impl.new())
+					default:
+						benchTrackerPartitioned(b, n, impl.new())
 					}
 				})
 			}
@@ -319,6 +328,35 @@ func benchTrackerExisting(b *testing.B, n int, tr trackerImpl) {
 			s := &shuffled[i]
 			tr.update(s.hash, s.ls, now)
 			if i++; i == n {
+				i = 0
+				now++
+			}
+		}
+	})
+}
+
+func benchTrackerPartitioned(b *testing.B, n int, tr trackerImpl) {
+	series, shuffled := trackerBenchSeries(n)
+	for _, s := range series {
+		tr.update(s.hash, s.ls, 1)
+	}
+	if got := tr.active(); got != n {
+		b.Fatalf("active() = %d after adding %d series, want %d", got, n, n)
+	}
+	// RunParallel starts GOMAXPROCS goroutines: goroutine g takes the g-th
+	// share of the series in the random order.
+	shares := runtime.GOMAXPROCS(0)
+	var goroutines atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		g := int(goroutines.Add(1)-1) % shares
+		share := shuffled[g*n/shares : (g+1)*n/shares]
+		i, now := 0, int64(2)
+		for pb.Next() {
+			s := &share[i]
+			tr.update(s.hash, s.ls, now)
+			if i++; i == len(share) {
 				i = 0
 				now++
 			}

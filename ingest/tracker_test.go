@@ -82,8 +82,8 @@ func (t *Tracker) check(tb testing.TB) {
 			s.mu.Unlock()
 			continue
 		}
-		if s.used > trackerCapacity(len(table.chunks)) {
-			tb.Fatalf("stripe %d: %d used, capacity %d", si, s.used, trackerCapacity(len(table.chunks)))
+		if c := trackerCapacity(trackerChunksIn(table.chunks)); s.used > c || len(table.chunks) > 0 && table.chunks[0] == nil {
+			tb.Fatalf("stripe %d: %d used, capacity %d", si, s.used, c)
 		}
 		n := len(table.index)
 		seen := make([]bool, s.used)
@@ -209,26 +209,62 @@ func TestTrackerLayout(t *testing.T) {
 	}
 }
 
+// trackerChunksIn returns the number of chunks allocated in chunks, which
+// are the first ones.
+func trackerChunksIn(chunks [][]trackerEntry) int {
+	n := 0
+	for n < len(chunks) && chunks[n] != nil {
+		n++
+	}
+	return n
+}
+
 // TestTrackerEntryAt checks the chunk arithmetic at the chunk boundaries,
-// in chunks added one by one and in chunks made at once by a purge.
+// in chunks added one by one as inserts add them and in chunks made at
+// once by a purge.
 func TestTrackerEntryAt(t *testing.T) {
 	var grown [][]trackerEntry
-	for k := 0; trackerCapacity(k) < 5000; k++ {
+	arrays := 0
+	for i := uint32(0); i < 5000; i++ {
+		k, first := trackerChunkOf(i)
+		if want := trackerCapacity(k) == i; first != want {
+			t.Fatalf("trackerChunkOf(%d) = %d, %v; the first %d chunks hold %d entries", i, k, first, k, trackerCapacity(k))
+		}
+		if !first {
+			continue
+		}
 		if got := trackerCapacity(k+1) - trackerCapacity(k); got != uint32(trackerChunkLen(k)) {
 			t.Fatalf("trackerCapacity(%d) - trackerCapacity(%d) = %d, want trackerChunkLen(%d) = %d", k+1, k, got, k, trackerChunkLen(k))
 		}
-		grown = append(grown, make([]trackerEntry, trackerChunkLen(k)))
+		before := grown
+		var newArray bool
+		grown, newArray = trackerAddChunk(grown, k)
+		if newArray {
+			arrays++
+		}
+		if newArray != (len(before) == 0 || &before[0] != &grown[0]) || len(grown) != cap(grown) || trackerChunksIn(grown) != k+1 {
+			t.Fatalf("trackerAddChunk(%d chunks, %d): %d chunks in an array of %d (capacity %d), a new array %v", len(before), k, trackerChunksIn(grown), len(grown), cap(grown), newArray)
+		}
+		for j := range before[:min(k, len(before))] {
+			if &before[j][0] != &grown[j][0] {
+				t.Fatalf("trackerAddChunk(%d chunks, %d) moved chunk %d", len(before), k, j)
+			}
+		}
 	}
-	for _, n := range []uint32{0, 1, 16, 17, 5000} {
+	// 64 small chunks and 4 large ones, in arrays of 4, 8, ... 128.
+	if got := trackerChunksIn(grown); got != trackerPages+4 || arrays != 6 {
+		t.Fatalf("5000 entries in %d chunks and %d arrays, want %d and 6", got, arrays, trackerPages+4)
+	}
+	for _, n := range []uint32{0, 1, 16, 17, 1024, 1025, 5000} {
 		made := trackerNewChunks(n)
-		if c := trackerCapacity(len(made)); c < n || len(made) > 0 && trackerCapacity(len(made)-1) >= n {
-			t.Fatalf("trackerNewChunks(%d) holds %d entries in %d chunks", n, c, len(made))
+		if c := trackerCapacity(trackerChunksIn(made)); c < n || trackerChunksIn(made) > 0 && trackerCapacity(trackerChunksIn(made)-1) >= n {
+			t.Fatalf("trackerNewChunks(%d) holds %d entries in %d chunks", n, c, trackerChunksIn(made))
 		}
 		for name, chunks := range map[string][][]trackerEntry{"grown": grown, "made": made} {
 			if name == "grown" && n < 5000 {
 				continue
 			}
-			for k, c := range chunks {
+			for k, c := range chunks[:trackerChunksIn(chunks)] {
 				if len(c) != trackerChunkLen(k) {
 					t.Fatalf("%s: chunk %d holds %d entries, want %d", name, k, len(c), trackerChunkLen(k))
 				}
@@ -673,9 +709,9 @@ func TestTrackerCompact(t *testing.T) {
 				if after != nil {
 					t.Fatalf("a table of %d slots after dropping every series", len(after.index))
 				}
-			case uint64(len(after.index)) != trackerIndexLen(uint32(keep)) || trackerCapacity(len(after.chunks)-1) >= uint32(keep):
+			case uint64(len(after.index)) != trackerIndexLen(uint32(keep)) || trackerCapacity(trackerChunksIn(after.chunks)-1) >= uint32(keep):
 				t.Fatalf("keeping %d of %d: %d slots and %d chunks, want %d slots and the fewest chunks",
-					keep, n, len(after.index), len(after.chunks), trackerIndexLen(uint32(keep)))
+					keep, n, len(after.index), trackerChunksIn(after.chunks), trackerIndexLen(uint32(keep)))
 			}
 			for i, ls := range sets {
 				if got, want := tr.Update(ls.Hash(), ls, n), i < n-keep; got != want {
@@ -721,7 +757,10 @@ func TestTrackerAllocs(t *testing.T) {
 	}
 
 	// New series: 1M of them with the default options, in batches of 10k
-	// (AllocsPerRun rounds down to whole allocations per run).
+	// (AllocsPerRun rounds down to whole allocations per run). Each of the
+	// 128 stripes allocates a chunk for every 16 of its first 1024 series
+	// (0.008 a series here), then one for every 1024, and its index as it
+	// grows.
 	t.Run("Update/new", func(t *testing.T) {
 		if testing.Short() || trackerRaceEnabled() {
 			t.Skip("adds 1M series (20 times slower under the race detector)")
@@ -737,8 +776,8 @@ func TestTrackerAllocs(t *testing.T) {
 		})
 		perSeries := perBatch / batch
 		t.Logf("Update of a new series: %.4f allocations, amortised over %d series", perSeries, next)
-		if perSeries > 0.01 {
-			t.Errorf("Update of a new series: %.4f allocations amortised, want at most 0.01", perSeries)
+		if perSeries > 0.015 {
+			t.Errorf("Update of a new series: %.4f allocations amortised, want at most 0.015", perSeries)
 		}
 	})
 
@@ -909,6 +948,7 @@ func TestTrackerMemoryPerSeries(t *testing.T) {
 		impl string
 		n    int
 	}{
+		{"ingestkit", 10_000},
 		{"ingestkit", 100_000},
 		{"ingestkit", 1_000_000},
 		{"cortex", 1_000_000},

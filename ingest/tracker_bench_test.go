@@ -308,7 +308,9 @@ func BenchmarkTrackerUpdate(b *testing.B) {
 	}
 }
 
-func benchTrackerExisting(b *testing.B, n int, tr trackerImpl) {
+// fillTracker adds the n benchmark series to tr at time 1 and returns them
+// in the random order.
+func fillTracker(b *testing.B, n int, tr trackerImpl) []trackerSeries {
 	series, shuffled := trackerBenchSeries(n)
 	for _, s := range series {
 		tr.update(s.hash, s.ls, 1)
@@ -316,6 +318,11 @@ func benchTrackerExisting(b *testing.B, n int, tr trackerImpl) {
 	if got := tr.active(); got != n {
 		b.Fatalf("active() = %d after adding %d series, want %d", got, n, n)
 	}
+	return shuffled
+}
+
+func benchTrackerExisting(b *testing.B, n int, tr trackerImpl) {
+	shuffled := fillTracker(b, n, tr)
 	var goroutines atomic.Int64
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -336,13 +343,7 @@ func benchTrackerExisting(b *testing.B, n int, tr trackerImpl) {
 }
 
 func benchTrackerPartitioned(b *testing.B, n int, tr trackerImpl) {
-	series, shuffled := trackerBenchSeries(n)
-	for _, s := range series {
-		tr.update(s.hash, s.ls, 1)
-	}
-	if got := tr.active(); got != n {
-		b.Fatalf("active() = %d after adding %d series, want %d", got, n, n)
-	}
+	shuffled := fillTracker(b, n, tr)
 	// RunParallel starts GOMAXPROCS goroutines: goroutine g takes the g-th
 	// share of the series in the random order.
 	shares := runtime.GOMAXPROCS(0)

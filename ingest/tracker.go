@@ -24,8 +24,8 @@ import (
 // series), and an empty tracker costs 128 bytes a stripe. So the default
 // is the count that keeps an empty tracker small, 16 KiB, a quarter of
 // 512's, for the many small tenants of a multi-tenant ingester, with room
-// for cores to update different stripes. A tenant of millions of series fed by many
-// cores can take 512 or more; a small one, 16.
+// for cores to update different stripes. A tenant of millions of series
+// fed by many cores can take 512 or more; a small one, 16.
 const DefaultTrackerStripes = 128
 
 // MaxCustomTrackers is the most [CustomTracker]s a [Tracker] takes: each

@@ -13,12 +13,11 @@ import (
 
 // DefaultTrackerStripes is the stripe count of a [Tracker] whose options
 // leave it zero. On this project's 2-core machines, BenchmarkTrackerStripes
-// (-count 6, counts from 16 to 1024) measures lock-free updates of existing
-// series at 87-93 ns at 10k series and 68-93 ns at 1M whatever the count,
-// and additions of new series at 108-118 ns at 10k up to 512 stripes and
-// 250-344 ns at 1M, with no trend beyond the noise (± up to 17%) but for
-// 1024 stripes at 10k series, 250 ns, where each stripe holds a handful of
-// series and grows its tables more often. Measured as in
+// (-count 6, counts from 16 to 1024, with cache lines dear to move between
+// the cores) measures lock-free updates of existing series at 75-94 ns at
+// 10k series and 62-72 ns at 1M up to 512 stripes (87 ns at 1024), and
+// additions of new series at 171-186 ns at 10k and 133-398 ns at 1M, with
+// no trend beyond the noise (± up to 84% at 1M). Measured as in
 // TestTrackerMemoryPerSeries, a tracker holds 42 to 45 bytes per series at
 // 1M series up to 128 stripes and 46.1 at 512 (49 to 53 and 72 at 10k
 // series), and an empty tracker costs 128 bytes a stripe. So the default

@@ -294,23 +294,19 @@ func trackerCapacity(k int) uint32 {
 	return uint32(k-trackerPages+trackerSmall>>trackerChunkShift) << trackerChunkShift
 }
 
-// trackerChunkOf returns the chunk of entry i, and whether i is its first
-// entry.
-func trackerChunkOf(i uint32) (k int, first bool) {
+// trackerChunkOf returns the chunk of entry i and i's place in it.
+func trackerChunkOf(i uint32) (k int, j uint32) {
 	if i < trackerSmall {
-		return int(i / trackerPageLen), i%trackerPageLen == 0
+		return int(i / trackerPageLen), i % trackerPageLen
 	}
 	i -= trackerSmall
-	return trackerPages + int(i>>trackerChunkShift), i&(1<<trackerChunkShift-1) == 0
+	return trackerPages + int(i>>trackerChunkShift), i & (1<<trackerChunkShift - 1)
 }
 
 // trackerEntryAt returns entry i of chunks.
 func trackerEntryAt(chunks [][]trackerEntry, i uint32) *trackerEntry {
-	if i < trackerSmall {
-		return &chunks[i/trackerPageLen][i%trackerPageLen]
-	}
-	i -= trackerSmall
-	return &chunks[trackerPages+i>>trackerChunkShift][i&(1<<trackerChunkShift-1)]
+	k, j := trackerChunkOf(i)
+	return &chunks[k][j]
 }
 
 // trackerAddChunk allocates chunk k of chunks, in a new array if chunks is
@@ -559,11 +555,12 @@ func (tb *trackerTable) find(tag uint32, ls labels.Labels) (*trackerEntry, int) 
 		}
 		if uint32(v>>32) == tag {
 			i := uint32(v) - 1
-			if k, _ := trackerChunkOf(i); k >= len(chunks) {
+			k, j := trackerChunkOf(i)
+			if k >= len(chunks) {
 				// Added in a chunk of a later version.
 				return nil, -1
 			}
-			if e := trackerEntryAt(chunks, i); labels.Equal(e.lset, ls) {
+			if e := &chunks[k][j]; labels.Equal(e.lset, ls) {
 				return e, int(p)
 			}
 		}
@@ -587,7 +584,7 @@ func (s *trackerStripe) insert(tb *trackerTable, slot int, tag uint32, ls labels
 		index, chunks = tb.index, tb.chunks
 	}
 	newChunks := false
-	if k, first := trackerChunkOf(i); first {
+	if k, j := trackerChunkOf(i); j == 0 {
 		chunks, newChunks = trackerAddChunk(chunks, k)
 	}
 	e := trackerEntryAt(chunks, i)
@@ -752,7 +749,7 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 				}
 				continue
 			}
-			if k, first := trackerChunkOf(n); first && (k >= len(chunks) || chunks[k] == nil) {
+			if k, j := trackerChunkOf(n); j == 0 && (k >= len(chunks) || chunks[k] == nil) {
 				// Made active again since the first pass.
 				chunks, _ = trackerAddChunk(chunks, k)
 			}

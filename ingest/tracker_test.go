@@ -226,9 +226,10 @@ func TestTrackerEntryAt(t *testing.T) {
 	var grown [][]trackerEntry
 	arrays := 0
 	for i := uint32(0); i < 5000; i++ {
-		k, first := trackerChunkOf(i)
+		k, j := trackerChunkOf(i)
+		first := j == 0
 		if want := trackerCapacity(k) == i; first != want {
-			t.Fatalf("trackerChunkOf(%d) = %d, %v; the first %d chunks hold %d entries", i, k, first, k, trackerCapacity(k))
+			t.Fatalf("trackerChunkOf(%d) = %d, %d; the first %d chunks hold %d entries", i, k, j, k, trackerCapacity(k))
 		}
 		if !first {
 			continue

@@ -192,7 +192,7 @@ func (a *Appender) Reset(app storage.AppenderV2, now int64) {
 // labels ([Series] can); for a new series it builds s's labels once.
 func (a *Appender) Lookup(s SeriesLabels) Handle { return a.lookup(s) }
 
-// Append appends a float (h and fh nil), histogram or float histogram
+// Append appends a float (hist and fh nil), histogram or float histogram
 // sample to the series of h, as [storage.AppenderV2.Append] does, and
 // records the series' ref in the cache when it is new there or changed.
 //

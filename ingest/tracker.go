@@ -369,16 +369,6 @@ func NewTracker(opts TrackerOptions) (*Tracker, error) {
 }
 
 // Update records that the float series with the given labels was seen at
-// now, any clock in any unit, the same as [Tracker.Purge] is given. A series
-// seen before keeps the later of its times. hash is the hash of ls, such as
-// labels.Labels.Hash, computed by the caller: it must be the same for every
-// update of a series and should be well mixed; series whose hashes collide
-// are told apart by their labels. ls must be the TSDB's own labels (or an
-// immutable copy): for a new series the tracker keeps ls until a purge drops
-// it, and compares it with the ls of later updates. A native histogram
-// series updated with Update is counted as a float series from then on.
-//
-// Update records that the float series with the given labels was seen at
 // now, any clock in any unit, the same as [Tracker.Purge] is given (now =
 // math.MinInt64 is taken as math.MinInt64+1). A series seen before keeps
 // the later of its times. hash is the hash of ls, such as

@@ -19,6 +19,22 @@ import "github.com/prometheus/prometheus/model/labels"
 // zero releases every segment, and the series table and index with them.
 // Series lose the time orders they kept for out-of-order exemplars, which
 // are rebuilt when needed.
+//
+// Resize is what Prometheus's ApplyConfig does, which the ring does not
+// have: it would take a *config.Config, and package config compiles
+// hundreds of packages that the ring has no use for. A fork applies a
+// reloaded configuration cfg to the ring as tsdb.Head.ApplyConfig applies
+// it to Prometheus's storage:
+//
+//	var window int64
+//	if tc := cfg.StorageConfig.TSDBConfig; tc != nil {
+//		window = max(tc.OutOfOrderTimeWindow, 0)
+//	}
+//	ring.SetOutOfOrderTimeWindow(window)
+//	ring.Resize(cfg.StorageConfig.ExemplarsConfig.MaxExemplars)
+//
+// TestConfigReload checks that this leaves the ring as ApplyConfig leaves
+// Prometheus's storage.
 func (r *Ring) Resize(size int64) int {
 	n := clampSize(size)
 	r.mu.Lock()

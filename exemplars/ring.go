@@ -6,11 +6,9 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 )
 
 // MaxSize is the largest number of exemplars a [Ring] holds: slots are
@@ -152,9 +150,10 @@ func (s *slot) copyTo(e *exemplar.Exemplar, l labels.Labels) {
 	e.HasTs = s.hasTs
 }
 
-// Interfaces that a Prometheus fork swaps the ring in behind.
+// Interfaces that a Prometheus fork swaps the ring in behind. The ring
+// also implements tsdb.ExemplarStorage, which the tests assert: this
+// package does not import tsdb (see [ErrInvalidExemplar]).
 var (
-	_ tsdb.ExemplarStorage           = (*Ring)(nil)
 	_ storage.ExemplarQueryable      = (*Ring)(nil)
 	_ storage.ExemplarQuerier        = (*Ring)(nil)
 	_ interface{ Resize(int64) int } = (*Ring)(nil)
@@ -198,13 +197,6 @@ func (r *Ring) Querier(ctx context.Context) (storage.ExemplarQuerier, error) {
 	return r, nil
 }
 
-// ApplyConfig resizes the ring to cfg.StorageConfig.ExemplarsConfig.MaxExemplars,
-// as Prometheus's storage does. It never fails.
-func (r *Ring) ApplyConfig(cfg *config.Config) error {
-	r.Resize(cfg.StorageConfig.ExemplarsConfig.MaxExemplars)
-	return nil
-}
-
 // SetOutOfOrderTimeWindow sets [Options.OutOfOrderTimeWindow], in
 // milliseconds. Unlike [New], it keeps a negative window as it is, as
 // Prometheus's storage does (a negative window accepts fewer exemplars
@@ -231,8 +223,9 @@ func (r *Ring) AddExemplar(lset labels.Labels, e exemplar.Exemplar) error {
 // It returns what Prometheus's AddExemplar returns: nil when e is added or
 // is a duplicate (equal to its series' newest exemplar, or, out of order,
 // at the timestamp of an exemplar it already has), storage.ErrExemplarsDisabled
-// when the ring's size is zero, an error wrapping tsdb.ErrInvalidExemplar
-// when e's label names repeat, storage.ErrExemplarLabelLength when its
+// when the ring's size is zero, an error wrapping [ErrInvalidExemplar]
+// (which errors.Is also matches with tsdb.ErrInvalidExemplar) when e's
+// label names repeat, storage.ErrExemplarLabelLength when its
 // labels are longer than exemplar.ExemplarMaxLabelSetLength UTF-8
 // characters, and storage.ErrOutOfOrderExemplar when it is before the
 // newest exemplar of its series by more than the out-of-order window, or

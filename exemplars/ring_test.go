@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -546,11 +545,6 @@ func TestQueriers(t *testing.T) {
 		if err != nil || q != storage.ExemplarQuerier(ring) {
 			t.Errorf("%s = %v, %v; want the ring", name, q, err)
 		}
-	}
-	cfg := &config.Config{}
-	cfg.StorageConfig.ExemplarsConfig = &config.ExemplarsConfig{MaxExemplars: 7}
-	if err := ring.ApplyConfig(cfg); err != nil || ring.Stats().Size != 7 || ring.Stats().Exemplars != 1 {
-		t.Errorf("ApplyConfig(MaxExemplars: 7) = %v, Stats() = %+v", err, ring.Stats())
 	}
 }
 

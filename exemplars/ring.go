@@ -20,7 +20,9 @@ const MaxSize = math.MaxInt32
 const none = -1
 
 // Options are the optional settings of a [Ring]. The zero value means no
-// out-of-order window.
+// out-of-order window. [New] copies them and keeps no reference. An
+// Options is a plain value, not safe for concurrent use: goroutines may
+// read one together, but not while another writes it.
 type Options struct {
 	// OutOfOrderTimeWindow is how far, in milliseconds, an exemplar may lie
 	// before the newest exemplar of its series and still be added, as in

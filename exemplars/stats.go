@@ -1,6 +1,9 @@
 package exemplars
 
 // Stats are the counts of a [Ring], as [Ring.UpdateStats] reports them.
+// A Stats is a plain value, not safe for concurrent use: UpdateStats
+// writes it under the ring's lock, which does not guard the Stats, so a
+// Stats that goroutines share needs a lock of its own.
 type Stats struct {
 	// Appended is the number of exemplars added since the ring was made
 	// (duplicates, which are ignored, and rejected ones are not counted).

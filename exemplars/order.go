@@ -140,7 +140,9 @@ func (r *Ring) orderRemove(s *seriesEntry, pos int32) {
 // out of order walks back over from its series' newest, as Prometheus's
 // storage does, before its series builds an order to search instead. A
 // late exemplar usually lies close to the newest, and then the walk costs
-// less than keeping the order; 64 slots are a few hundred nanoseconds.
+// less than keeping the order. BenchmarkAddExemplarOutOfOrder has both:
+// case=one-series-recent walks, case=one-series-random builds and
+// searches the order; 64 was not tuned further.
 const walkLimit = 64
 
 // before returns the last slot, in list order, of series id whose

@@ -24,6 +24,13 @@ import (
 // are the ring's, by reference. Select allocates that array, the result
 // slice, and nothing per series.
 func (r *Ring) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
+	return r.selectShare(scanShare, start, end, matchers)
+}
+
+// selectShare is Select, copying by one pass over the ring from share on
+// (see scanShare): BenchmarkSelectExemplars passes other shares, to
+// compare walks and passes with scanShare's choice.
+func (r *Ring) selectShare(share int, start, end int64, matchers [][]*labels.Matcher) ([]exemplar.QueryResult, error) {
 	ret := make([]exemplar.QueryResult, 0)
 	if len(matchers) == 0 {
 		return ret, nil
@@ -78,7 +85,7 @@ func (r *Ring) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exempl
 
 	exs := make([]exemplar.Exemplar, total)
 	r.mu.Lock()
-	exs = r.copySelected(exs, cands, sc, start, end)
+	exs = r.copySelected(exs, cands, sc, share, start, end)
 	r.mu.Unlock()
 
 	// Sort the series by labels through a permutation of their places in
@@ -134,19 +141,23 @@ func (r *Ring) countIfSame(c *candidate, start, end int64) int {
 // which Select copies the exemplars of series whose lists are in the
 // order of arrival by one pass over the ring rather than by walking their
 // lists: a pass reads every slot in memory order, a walk jumps from slot
-// to slot. In BenchmarkSelectExemplars, which selects a tenth of the ring
-// in two cases and all of it in another, walking a tenth takes 300 µs
-// (regexp-10pct) and 675 µs (all-recent) against 450 and 765 µs for a
-// pass; copying all of it (all) took 11 ms by walks before there was a
-// pass, and takes about 5 ms by one. 4 was not tuned further.
+// to slot, so a pass costs less once the selection is a large part of
+// the ring, and more for a small part, whose walks read only its slots.
+// BenchmarkSelectExemplars backs it: its cases select a tenth of the ring
+// (case=regexp-10pct, case=all-recent) and all of it (case=all), and
+// impl=ingestkit-walk and impl=ingestkit-pass copy them always by walks
+// and always by a pass, beside impl=ingestkit's choice; BENCHMARKS.md
+// has the figures. Between a tenth and all, 4 was not tuned further.
 const scanShare = 4
 
 // copySelected copies into exs the exemplars from start to end of the
 // candidates that countIfSame counted, in the order of cands, and sets
 // their counts to what it copied. If the ring changed since they were
 // counted so that they no longer fit, it appends to exs instead, which
-// then grows. Called with mu held.
-func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *selectScratch, start, end int64) []exemplar.Exemplar {
+// then grows. It copies by one pass over the ring when what it copies is
+// at least one share-th of the ring's exemplars (never for a share of 0;
+// see scanShare). Called with mu held.
+func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *selectScratch, share int, start, end int64) []exemplar.Exemplar {
 	sum := 0
 	for i := range cands {
 		if cands[i].n > 0 {
@@ -167,7 +178,7 @@ func (r *Ring) copySelected(exs []exemplar.Exemplar, cands []candidate, sc *sele
 		return exs
 	}
 	exs = exs[:sum]
-	scan := sum*scanShare >= r.live
+	scan := sum*share >= r.live
 	if scan {
 		sc.at = slices.Grow(sc.at[:0], len(r.series))[:len(r.series)]
 	}

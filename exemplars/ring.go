@@ -153,8 +153,9 @@ func (s *slot) copyTo(e *exemplar.Exemplar, l labels.Labels) {
 }
 
 // Interfaces that a Prometheus fork swaps the ring in behind. The ring
-// also implements tsdb.ExemplarStorage, which the tests assert: this
-// package does not import tsdb (see [ErrInvalidExemplar]).
+// also implements tsdb.ExemplarStorage, which compat_test.go asserts:
+// this package does not import tsdb, which compiles hundreds of packages
+// that a ring has no use for (TestImports).
 var (
 	_ storage.ExemplarQueryable      = (*Ring)(nil)
 	_ storage.ExemplarQuerier        = (*Ring)(nil)

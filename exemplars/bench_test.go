@@ -40,6 +40,18 @@ func (r benchRingHash) add(hash uint64, l labels.Labels, e exemplar.Exemplar) er
 	return r.AddExemplarHash(hash, l, e)
 }
 
+// benchRingShare is a Ring whose Select copies by one pass over the ring
+// from share on rather than from scanShare: 0 copies always by walks,
+// MaxSize always by a pass.
+type benchRingShare struct {
+	benchRing
+	share int
+}
+
+func (r benchRingShare) Select(start, end int64, matchers ...[]*labels.Matcher) ([]exemplar.QueryResult, error) {
+	return r.selectShare(r.share, start, end, matchers)
+}
+
 // benchImpls are the implementations compared, by the name benchstat
 // -col /impl shows.
 var benchImpls = []struct {
@@ -114,8 +126,8 @@ func BenchmarkAddExemplar(b *testing.B) {
 // one add.
 //
 //   - case=one-series-random: one series of 5,000 exemplars, each added at
-//     a random time across it (the 13 µs case upstream: the walk
-//     back from the newest crosses half the series).
+//     a random time across it (the case reported upstream, where the
+//     walk back from the newest crosses half the series).
 //   - case=one-series-recent: one series; half the exemplars in order,
 //     half up to 100 ms late, so that the place of a late one is near the
 //     newest.
@@ -227,6 +239,11 @@ func BenchmarkResizeExemplars(b *testing.B) {
 //   - case=all-recent: every series ({service=~".+"}), the newest tenth of
 //     the exemplars;
 //   - case=all: every series, over all time.
+//
+// Beside impl=prometheus and impl=ingestkit, impl=ingestkit-walk and
+// impl=ingestkit-pass copy the selection always by walking the series'
+// lists and always by one pass over the ring, the two ways Select chooses
+// between by scanShare.
 func BenchmarkSelectExemplars(b *testing.B) {
 	const n, perSeries = 100000, 100
 	cases := []struct {
@@ -243,8 +260,19 @@ func BenchmarkSelectExemplars(b *testing.B) {
 	for i := range series {
 		series[i] = labels.FromStrings("service", strconv.Itoa(i))
 	}
+	impls := append(benchImpls[:2:2], []struct {
+		name string
+		new  func(size, window int64) benchStorage
+	}{
+		{"ingestkit-walk", func(size, window int64) benchStorage {
+			return benchRingShare{benchRing{New(size, Options{OutOfOrderTimeWindow: window})}, 0}
+		}},
+		{"ingestkit-pass", func(size, window int64) benchStorage {
+			return benchRingShare{benchRing{New(size, Options{OutOfOrderTimeWindow: window})}, MaxSize}
+		}},
+	}...)
 	for _, c := range cases {
-		for _, impl := range benchImpls[:2] {
+		for _, impl := range impls {
 			b.Run(fmt.Sprintf("case=%s/impl=%s", c.name, impl.name), func(b *testing.B) {
 				es := impl.new(n, 0)
 				// Round robin, so that every series spans the whole time range.
@@ -266,6 +294,47 @@ func BenchmarkSelectExemplars(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkRingLock measures, uncontended, the lock a Ring holds, a
+// sync.Mutex (impl=ingestkit), against the sync.RWMutex of Prometheus's
+// storage (impl=prometheus): case=write as an add takes it (Lock), and
+// case=read as Prometheus's reads take theirs (RLock, a plain Lock for a
+// Ring). An op is one lock and unlock. The Ring's lock is a Mutex because
+// an add, which needs the write lock, is most of its use, and its reads
+// hold it briefly. BenchmarkAddExemplarParallel measures the adds under
+// contention.
+func BenchmarkRingLock(b *testing.B) {
+	for _, c := range []string{"write", "read"} {
+		b.Run(fmt.Sprintf("case=%s/impl=prometheus", c), func(b *testing.B) {
+			var mu sync.RWMutex
+			n := 0
+			b.ReportAllocs()
+			if c == "write" {
+				for b.Loop() {
+					mu.Lock()
+					n++
+					mu.Unlock()
+				}
+				return
+			}
+			for b.Loop() {
+				mu.RLock()
+				_ = n
+				mu.RUnlock()
+			}
+		})
+		b.Run(fmt.Sprintf("case=%s/impl=ingestkit", c), func(b *testing.B) {
+			var mu sync.Mutex
+			n := 0
+			b.ReportAllocs()
+			for b.Loop() {
+				mu.Lock()
+				n++
+				mu.Unlock()
+			}
+		})
 	}
 }
 

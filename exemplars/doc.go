@@ -12,9 +12,9 @@
 // series, and resizes in place, moving only the exemplars it must and
 // allocating only the slots a grow adds. It takes and returns Prometheus's
 // own types (labels.Labels, exemplar.Exemplar, exemplar.QueryResult,
-// storage errors), implements storage.ExemplarQueryable and
-// tsdb.ExemplarStorage, and reports Prometheus's exemplar metrics through
-// an optional [Collector].
+// storage errors), implements storage.ExemplarQueryable and, without
+// importing package tsdb, tsdb.ExemplarStorage, and reports Prometheus's
+// exemplar metrics through an optional [Collector].
 //
 // Concurrency: a Ring is safe for concurrent use by multiple goroutines;
 // one mutex guards it. Adds hold it for the add; Select holds it only to

@@ -2,10 +2,12 @@ package exemplars_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"reflect"
 
+	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -77,4 +79,44 @@ func ExampleRing() {
 	//   {trace_id="t5"} 0.6 at 6000
 	// same as the head's: true
 	// {Appended:6 OutOfOrder:0 Exemplars:4 Series:2 Size:4 OldestTimestamp:3000}
+}
+
+// On a configuration reload, a fork applies the exemplar settings to its
+// ring as tsdb.Head.ApplyConfig applies them to Prometheus's storage: the
+// ring takes numbers, not a *config.Config, so that package exemplars
+// need not import config.
+func ExampleRing_Resize() {
+	ring := exemplars.New(2, exemplars.Options{})
+	cfg, err := config.Load(`
+storage:
+  exemplars:
+    max_exemplars: 5
+  tsdb:
+    out_of_order_time_window: 10m
+`, nil)
+	if err != nil {
+		panic(err)
+	}
+
+	var window int64
+	if tc := cfg.StorageConfig.TSDBConfig; tc != nil {
+		window = max(tc.OutOfOrderTimeWindow, 0)
+	}
+	ring.SetOutOfOrderTimeWindow(window)
+	ring.Resize(cfg.StorageConfig.ExemplarsConfig.MaxExemplars)
+
+	lset := labels.FromStrings("__name__", "rpc_duration_seconds_bucket", "le", "1")
+	newer := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "b"), Value: 0.7, Ts: 600_000, HasTs: true}
+	late := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "a"), Value: 0.4, Ts: 100_000, HasTs: true}
+	fmt.Println(ring.AddExemplar(lset, newer), ring.AddExemplar(lset, late))
+	fmt.Println("size:", ring.Stats().Size)
+
+	// A repeated label name is Prometheus's error, under errors.Is too.
+	dup := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "c", "trace_id", "d"), Ts: 700_000}
+	err = ring.AddExemplar(lset, dup)
+	fmt.Println(err, errors.Is(err, tsdb.ErrInvalidExemplar))
+	// Output:
+	// <nil> <nil>
+	// size: 5
+	// label name "trace_id" is not unique: invalid exemplar true
 }

@@ -135,3 +135,36 @@ func (r *Ring) orderRemove(s *seriesEntry, pos int32) {
 		r.dropOrder(s)
 	}
 }
+
+// walkLimit is how many exemplars before finding its place an exemplar
+// out of order walks back over from its series' newest, as Prometheus's
+// storage does, before its series builds an order to search instead. A
+// late exemplar usually lies close to the newest, and then the walk costs
+// less than keeping the order. BenchmarkAddExemplarOutOfOrder has both:
+// case=one-series-recent walks, case=one-series-random builds and
+// searches the order; 64 was not tuned further.
+const walkLimit = 64
+
+// before returns the last slot, in list order, of series id whose
+// timestamp is at most ts, or the series' oldest if there is none, as
+// Prometheus's findInsertionIndex. Called with mu.
+func (r *Ring) before(id uint32, ts int64) int32 {
+	s := &r.series[id]
+	if s.order == nil {
+		i, steps := s.newest, 0
+		for ; i != none && steps < walkLimit; i, steps = r.at(i).prev, steps+1 {
+			if r.at(i).ts <= ts {
+				return i
+			}
+		}
+		if i == none {
+			return s.oldest
+		}
+		r.buildOrder(s)
+	}
+	u := r.upper(s.order, ts)
+	if u == 0 {
+		return s.oldest
+	}
+	return s.order.at(u - 1)
+}

@@ -13,7 +13,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -547,11 +546,6 @@ func TestQueriers(t *testing.T) {
 			t.Errorf("%s = %v, %v; want the ring", name, q, err)
 		}
 	}
-	cfg := &config.Config{}
-	cfg.StorageConfig.ExemplarsConfig = &config.ExemplarsConfig{MaxExemplars: 7}
-	if err := ring.ApplyConfig(cfg); err != nil || ring.Stats().Size != 7 || ring.Stats().Exemplars != 1 {
-		t.Errorf("ApplyConfig(MaxExemplars: 7) = %v, Stats() = %+v", err, ring.Stats())
-	}
 }
 
 // TestClampSize checks the sizes New and Resize take.
@@ -647,5 +641,50 @@ func TestUpstreamOutOfOrderPatterns(t *testing.T) {
 	}
 	if failing != 4 {
 		t.Errorf("%d of 18 sequences failed on both, want the 4 that fail upstream's benchmark", failing)
+	}
+}
+
+// TestSelectShares checks that Select returns the same whichever way it
+// copies, always by walks (share 0), always by a pass (MaxSize) or as
+// scanShare chooses, as upstream's Select, on series whose lists are in
+// arrival order and on series that took exemplars out of order.
+func TestSelectShares(t *testing.T) {
+	const size = 200
+	ring, up := New(size, Options{OutOfOrderTimeWindow: 50}), newUpstream(t, size, 50)
+	src := rand.New(rand.NewPCG(1, 2))
+	for i := range 3 * size {
+		lset := labels.FromStrings("service", strconv.Itoa(i%20))
+		ts := int64(i)
+		if i%20 < 5 { // these series take exemplars out of order
+			ts -= int64(src.IntN(40))
+		}
+		e := exemplar.Exemplar{Labels: seriesFoo, Value: float64(i), Ts: ts}
+		if err, upErr := ring.AddExemplar(lset, e), up.AddExemplar(lset, e); !sameError(err, upErr) {
+			t.Fatalf("AddExemplar(%v, %v) = %v, want %v", lset, e, err, upErr)
+		}
+	}
+	for _, tt := range []struct {
+		name       string
+		start, end int64
+		m          *labels.Matcher
+	}{
+		{"one series", 0, 3 * size, labels.MustNewMatcher(labels.MatchEqual, "service", "3")},
+		{"a tenth", 0, 3 * size, labels.MustNewMatcher(labels.MatchRegexp, "service", "1[0-9]")},
+		{"all", 0, 3 * size, labels.MustNewMatcher(labels.MatchRegexp, "service", ".+")},
+		{"all, recent", 3*size - 30, 3 * size, labels.MustNewMatcher(labels.MatchRegexp, "service", ".+")},
+	} {
+		ms := [][]*labels.Matcher{{tt.m}}
+		want, err := up.Select(tt.start, tt.end, ms...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, share := range []int{0, 1, scanShare, MaxSize} {
+			t.Run(fmt.Sprintf("%s/share=%d", tt.name, share), func(t *testing.T) {
+				got, err := ring.selectShare(share, tt.start, tt.end, ms)
+				if err != nil || !reflect.DeepEqual(got, want) {
+					t.Errorf("selectShare(%d, %d, %d, %v) = %v, %v, want %v", share, tt.start, tt.end, tt.m, got, err, want)
+				}
+			})
+		}
 	}
 }

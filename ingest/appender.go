@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"context"
+
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -68,7 +70,10 @@ type AppenderStats struct {
 
 // resolver is the part that the V2 and V1 appenders share.
 type resolver struct {
-	cache  *Cache
+	cache *Cache
+	// tab is the cache's table for the storage of the transaction, taken
+	// at reset: the appender never sees the refs of another storage.
+	tab    *cacheTable
 	getRef storage.GetRef // nil if the appender does not offer it
 	now    int64
 	stats  AppenderStats
@@ -77,6 +82,11 @@ type resolver struct {
 	prev *cacheEntry
 }
 
+// bind takes the cache's table for db, before a transaction is opened on
+// it (bind panics on a storage it cannot compare).
+func (r *resolver) bind(db any) { r.tab = r.cache.bind(db) }
+
+// reset starts a transaction, app.
 func (r *resolver) reset(app any, now int64) {
 	r.getRef, _ = app.(storage.GetRef)
 	r.now = now
@@ -98,7 +108,7 @@ func (r *resolver) follow(hash uint64, e *cacheEntry) {
 // series the TSDB does not hold.
 func (r *resolver) lookup(s SeriesLabels) Handle {
 	hash := s.Hash()
-	if e, guessed := r.cache.lookup(r.prev, hash, s, r.now); e != nil {
+	if e, guessed := r.tab.lookup(r.prev, hash, s, r.now); e != nil {
 		// A purge may have dropped e since: its ref is still the series',
 		// or a stale one that the head resolves by the labels.
 		if ref := e.ref.Load(); ref != 0 {
@@ -138,7 +148,7 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 		return
 	}
 	if h.entry == nil || ref != h.ref {
-		h.entry = r.cache.store(h.hash, ref, h.lset, r.now)
+		h.entry = r.tab.store(h.hash, ref, h.lset, r.now)
 		r.stats.CacheStores++
 		r.follow(h.hash, h.entry)
 	}
@@ -169,21 +179,38 @@ type Appender struct {
 	exApp storage.ExemplarAppenderV2 // nil if app does not implement it
 }
 
-// NewAppender returns an Appender over app that keeps refs in cache. now
-// is the time entries are marked seen at, in the unit given to
-// [Cache.Purge].
-func NewAppender(app storage.AppenderV2, cache *Cache, now int64) *Appender {
+// NewAppender opens a transaction on db (db.AppenderV2(ctx)) and returns an
+// Appender over it that keeps refs in cache. now is the time entries are
+// marked seen at, in the unit given to [Cache.Purge].
+//
+// The appender opens the transaction itself so that the cache knows which
+// storage its refs are of: a cache that served another storage is emptied
+// and serves db from then on (see [Cache]). Pass the same db value for
+// every transaction on one TSDB, such as the *tsdb.DB or the tenant's
+// storage object; db's dynamic type must be comparable, or NewAppender
+// panics.
+func NewAppender(ctx context.Context, db storage.AppendableV2, cache *Cache, now int64) *Appender {
 	a := &Appender{resolver: resolver{cache: cache}}
-	a.Reset(app, now)
+	a.Reset(ctx, db, now)
 	return a
 }
 
-// Reset makes the Appender append to app, for a new transaction.
-func (a *Appender) Reset(app storage.AppenderV2, now int64) {
+// Reset opens a new transaction on db (db.AppenderV2(ctx)) and makes the
+// Appender append to it; the cache is bound to db as by [NewAppender]. The
+// previous transaction must have been committed or rolled back.
+//
+// Reset makes no allocation of its own for the storage the cache serves.
+func (a *Appender) Reset(ctx context.Context, db storage.AppendableV2, now int64) {
+	a.resolver.bind(db)
+	app := db.AppenderV2(ctx)
 	a.app = app
 	a.exApp, _ = app.(storage.ExemplarAppenderV2)
 	a.resolver.reset(app, now)
 }
+
+// Wrapped returns the transaction the Appender appends to, opened by the
+// last reset.
+func (a *Appender) Wrapped() storage.AppenderV2 { return a.app }
 
 // Lookup resolves s to the ref and labels to append with.
 //
@@ -226,7 +253,8 @@ func (a *Appender) Stats() AppenderStats { return a.stats }
 
 // AppenderV1 is [Appender] for the version 1 [storage.Appender], which
 // Thanos and Cortex receivers still use: the same lookup by cached ref, the
-// same copy only for new series.
+// same copy only for new series, the same binding of the cache to one
+// storage.
 //
 // An AppenderV1 is for one transaction at a time and is not safe for
 // concurrent use; the Cache behind it is shared.
@@ -235,18 +263,29 @@ type AppenderV1 struct {
 	app storage.Appender
 }
 
-// NewAppenderV1 returns an AppenderV1 over app that keeps refs in cache.
-func NewAppenderV1(app storage.Appender, cache *Cache, now int64) *AppenderV1 {
+// NewAppenderV1 opens a transaction on db (db.Appender(ctx)) and returns an
+// AppenderV1 over it that keeps refs in cache, bound to db as by
+// [NewAppender]: a cache that served another storage is emptied. Pass the
+// same db value for every transaction on one TSDB; its dynamic type must be
+// comparable, or NewAppenderV1 panics.
+func NewAppenderV1(ctx context.Context, db storage.Appendable, cache *Cache, now int64) *AppenderV1 {
 	a := &AppenderV1{resolver: resolver{cache: cache}}
-	a.Reset(app, now)
+	a.Reset(ctx, db, now)
 	return a
 }
 
-// Reset makes the AppenderV1 append to app, for a new transaction.
-func (a *AppenderV1) Reset(app storage.Appender, now int64) {
+// Reset opens a new transaction on db (db.Appender(ctx)) and makes the
+// AppenderV1 append to it, as [Appender.Reset] does.
+func (a *AppenderV1) Reset(ctx context.Context, db storage.Appendable, now int64) {
+	a.resolver.bind(db)
+	app := db.Appender(ctx)
 	a.app = app
 	a.resolver.reset(app, now)
 }
+
+// Wrapped returns the transaction the AppenderV1 appends to, opened by the
+// last reset.
+func (a *AppenderV1) Wrapped() storage.Appender { return a.app }
 
 // Lookup resolves s to the ref and labels to append with; see
 // [Appender.Lookup].

@@ -43,7 +43,7 @@ func TestAppenderKinds(t *testing.T) {
 	ex := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "abc"), Value: 0.7, Ts: 2000, HasTs: true}
 
 	for round, ts := range []int64{2000, 3000} {
-		a := NewAppender(head.AppenderV2(context.Background()), cache, ts)
+		a := NewAppender(context.Background(), head, cache, ts)
 		hf := a.Lookup(newPairSeries(floatLs))
 		// The start timestamp makes the head add a zero sample at st first.
 		if err := a.Append(&hf, 1000, ts, float64(ts), nil, nil, storage.AOptions{}); err != nil {

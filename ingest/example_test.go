@@ -50,11 +50,13 @@ func ExampleAppender() {
 		if err := d.Reset(request(ts), remoteapi.WriteV1MessageType); err != nil {
 			panic(err)
 		}
-		app := head.AppenderV2(context.Background())
+		// The appender opens the transaction on head itself, which binds
+		// the cache to head: a cache used with another storage later
+		// starts empty rather than hand out head's refs.
 		if a == nil {
-			a = ingest.NewAppender(app, cache, ts)
+			a = ingest.NewAppender(context.Background(), head, cache, ts)
 		} else {
-			a.Reset(app, ts)
+			a.Reset(context.Background(), head, ts)
 		}
 		for d.Next() {
 			s := d.Series()

@@ -105,7 +105,7 @@ func TestAppenderConcurrentGuesses(t *testing.T) {
 					rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 				}
 				ts := int64(round*writers+w) * 1000
-				a := NewAppender(head.AppenderV2(context.Background()), cache, ts)
+				a := NewAppender(context.Background(), head, cache, ts)
 				for i, ls := range order {
 					s := newPairSeries(ls)
 					h := a.Lookup(s)

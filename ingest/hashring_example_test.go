@@ -47,7 +47,7 @@ func ExampleRing() {
 	if err := head.Init(math.MinInt64); err != nil {
 		panic(err)
 	}
-	app := ingest.NewAppender(head.AppenderV2(context.Background()), ingest.NewCache(ingest.CacheOptions{}), 1)
+	app := ingest.NewAppender(context.Background(), head, ingest.NewCache(ingest.CacheOptions{}), 1)
 
 	const tenant = "team-a"
 	req := &prompb.WriteRequest{}

@@ -449,17 +449,18 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 		d.SetTenant(r.tenant)
 		clear(wk.owned)
 	}
-	app := r.db.AppenderV2(ctx)
-	if _, ok := app.(storage.ExemplarAppenderV2); !ok {
-		_ = app.Rollback()
-		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, fmt.Errorf("remote write receiver requires a storage.ExemplarAppenderV2, got %T", app)
-	}
 	now := time.Now()
 	nowMs := now.UnixMilli()
+	// The appender opens the transaction on r.db itself, which binds the
+	// cache to r.db: refs of another storage are never used.
 	if wk.app == nil {
-		wk.app = ingest.NewAppender(app, r.cache, nowMs)
+		wk.app = ingest.NewAppender(ctx, r.db, r.cache, nowMs)
 	} else {
-		wk.app.Reset(app, nowMs)
+		wk.app.Reset(ctx, r.db, nowMs)
+	}
+	if app := wk.app.Wrapped(); !isExemplarAppender(app) {
+		_ = wk.app.Rollback()
+		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, fmt.Errorf("remote write receiver requires a storage.ExemplarAppenderV2, got %T", app)
 	}
 	wk.errs.reset()
 	c, code, err, commit := wk.appendAll(timestamp.FromTime(now.Add(maxAheadTime)), nowMs, msg == remoteapi.WriteV2MessageType)
@@ -487,6 +488,11 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 		}
 	}
 	return c.WriteResponseStats, code, err
+}
+
+func isExemplarAppender(app storage.AppenderV2) bool {
+	_, ok := app.(storage.ExemplarAppenderV2)
+	return ok
 }
 
 // v1Status is the status Prometheus's 1.0 handler answers an append error

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
@@ -12,9 +13,13 @@ import (
 
 // SeriesLabels is a series as an appender needs it: the hash of its labels
 // (Prometheus's labels.Labels.Hash, computed once), a comparison with a
-// label set that builds nothing, and its labels built on demand. [Series]
-// implements it.
+// label set that builds nothing, its labels built on demand, and whether it
+// can be appended at all. [Series] implements it.
 type SeriesLabels interface {
+	// Err returns why the series cannot be appended (its labels could not
+	// be decoded), or nil. Lookup refuses a series with an error, whatever
+	// its other methods answer.
+	Err() error
 	Equaler
 	// Hash returns labels.Labels.Hash of the series' labels.
 	Hash() uint64
@@ -105,8 +110,11 @@ func (r *resolver) follow(hash uint64, e *cacheEntry) {
 
 // lookup finds s in the cache, else asks the appender by hash with labels
 // built in a reused buffer, and builds s's labels (the only copy) only for a
-// series the TSDB does not hold.
-func (r *resolver) lookup(s SeriesLabels) Handle {
+// series the TSDB does not hold. It refuses a series with an error.
+func (r *resolver) lookup(s SeriesLabels) (Handle, error) {
+	if err := s.Err(); err != nil {
+		return Handle{}, fmt.Errorf("%w: %w", ErrInvalidSeries, err)
+	}
 	hash := s.Hash()
 	if e, guessed := r.tab.lookup(r.prev, hash, s, r.now); e != nil {
 		// A purge may have dropped e since: its ref is still the series',
@@ -117,7 +125,7 @@ func (r *resolver) lookup(s SeriesLabels) Handle {
 			if guessed {
 				r.stats.Guessed++
 			}
-			return Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e}
+			return Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e}, nil
 		}
 	}
 	var built labels.Labels // s.Labels(), if it had to be called
@@ -131,14 +139,14 @@ func (r *resolver) lookup(s SeriesLabels) Handle {
 		}
 		if ref, lset := r.getRef.GetRef(probe, hash); ref != 0 {
 			r.stats.RefLookups++
-			return Handle{hash: hash, ref: ref, lset: lset}
+			return Handle{hash: hash, ref: ref, lset: lset}, nil
 		}
 	}
 	if built.IsEmpty() {
 		built = s.Labels()
 	}
 	r.stats.NewSeries++
-	return Handle{hash: hash, lset: built}
+	return Handle{hash: hash, lset: built}, nil
 }
 
 // appended records the ref an append returned: a series new to the cache,
@@ -212,12 +220,15 @@ func (a *Appender) Reset(ctx context.Context, db storage.AppendableV2, now int64
 // last reset.
 func (a *Appender) Wrapped() storage.AppenderV2 { return a.app }
 
-// Lookup resolves s to the ref and labels to append with.
+// Lookup resolves s to the ref and labels to append with. It returns an
+// error wrapping [ErrInvalidSeries] and s.Err(), and a zero Handle that
+// must not be appended to, if s has an error; a caller skips such a series
+// and answers 400 once the rest is written.
 //
 // Lookup makes no allocation for a series in the cache, nor for one that
 // the wrapped appender finds by storage.GetRef when s can build scratch
 // labels ([Series] can); for a new series it builds s's labels once.
-func (a *Appender) Lookup(s SeriesLabels) Handle { return a.lookup(s) }
+func (a *Appender) Lookup(s SeriesLabels) (Handle, error) { return a.lookup(s) }
 
 // Append appends a float (hist and fh nil), histogram or float histogram
 // sample to the series of h, as [storage.AppenderV2.Append] does, and
@@ -289,7 +300,7 @@ func (a *AppenderV1) Wrapped() storage.Appender { return a.app }
 
 // Lookup resolves s to the ref and labels to append with; see
 // [Appender.Lookup].
-func (a *AppenderV1) Lookup(s SeriesLabels) Handle { return a.lookup(s) }
+func (a *AppenderV1) Lookup(s SeriesLabels) (Handle, error) { return a.lookup(s) }
 
 // Append appends a float sample, as [storage.Appender.Append] does.
 func (a *AppenderV1) Append(h *Handle, t int64, v float64) error {

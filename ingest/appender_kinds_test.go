@@ -44,7 +44,7 @@ func TestAppenderKinds(t *testing.T) {
 
 	for round, ts := range []int64{2000, 3000} {
 		a := NewAppender(context.Background(), head, cache, ts)
-		hf := a.Lookup(newPairSeries(floatLs))
+		hf := mustHandle(a.Lookup(newPairSeries(floatLs)))
 		// The start timestamp makes the head add a zero sample at st first.
 		if err := a.Append(&hf, 1000, ts, float64(ts), nil, nil, storage.AOptions{}); err != nil {
 			t.Fatalf("Append(float, st=1000): %v", err)
@@ -62,11 +62,11 @@ func TestAppenderKinds(t *testing.T) {
 				t.Fatalf("AppendExemplars(older exemplar) = %v, want a *storage.AppendPartialError with storage.ErrOutOfOrderExemplar", err)
 			}
 		}
-		hh := a.Lookup(newPairSeries(histLs))
+		hh := mustHandle(a.Lookup(newPairSeries(histLs)))
 		if err := a.Append(&hh, 0, ts, 0, ih.Copy(), nil, storage.AOptions{}); err != nil {
 			t.Fatalf("Append(histogram): %v", err)
 		}
-		hfh := a.Lookup(newPairSeries(fhistLs))
+		hfh := mustHandle(a.Lookup(newPairSeries(fhistLs)))
 		if err := a.Append(&hfh, 0, ts, 0, nil, fh.Copy(), storage.AOptions{}); err != nil {
 			t.Fatalf("Append(float histogram): %v", err)
 		}

@@ -119,7 +119,7 @@ func BenchmarkAppend(b *testing.B) {
 							for _, p := range pairs {
 								s.set.Add(p[0], p[1])
 							}
-							h := a.Lookup(s)
+							h := mustHandle(a.Lookup(s))
 							if err := a.Append(&h, 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
 								b.Fatal(err)
 							}

@@ -22,7 +22,7 @@ func appendOne(t *testing.T, v1 bool, db interface {
 	t.Helper()
 	if v1 {
 		a := NewAppenderV1(context.Background(), db, cache, ts)
-		h := a.Lookup(newPairSeries(ls))
+		h := mustHandle(a.Lookup(newPairSeries(ls)))
 		if err := a.Append(&h, ts, v); err != nil {
 			t.Fatalf("AppenderV1.Append(%s): %v", ls, err)
 		}
@@ -32,7 +32,7 @@ func appendOne(t *testing.T, v1 bool, db interface {
 		return
 	}
 	a := NewAppender(context.Background(), db, cache, ts)
-	h := a.Lookup(newPairSeries(ls))
+	h := mustHandle(a.Lookup(newPairSeries(ls)))
 	if err := a.Append(&h, 0, ts, v, nil, nil, storage.AOptions{}); err != nil {
 		t.Fatalf("Appender.Append(%s): %v", ls, err)
 	}
@@ -243,7 +243,7 @@ func TestCacheSharedByTwoHeads(t *testing.T) {
 				a := NewAppender(context.Background(), heads[g%2], cache, ts)
 				for j := range mine {
 					ls := mine[(j+g*3)%len(mine)]
-					h := a.Lookup(newPairSeries(ls))
+					h := mustHandle(a.Lookup(newPairSeries(ls)))
 					if err := a.Append(&h, 0, ts, float64(g*1000+r), nil, nil, storage.AOptions{}); err != nil {
 						t.Errorf("head %d: Append(%s): %v", g%2, ls, err)
 						return

@@ -25,7 +25,7 @@ func (w *dbWriter) round(sets []labels.Labels, ts int64) {
 	w.t.Helper()
 	a := NewAppender(context.Background(), w.db, w.cache, ts)
 	for _, ls := range sets {
-		h := a.Lookup(newPairSeries(ls))
+		h := mustHandle(a.Lookup(newPairSeries(ls)))
 		v := float64(ts)/1000 + float64(len(ls.String()))
 		if err := a.Append(&h, 0, ts, v, nil, nil, storage.AOptions{}); err != nil {
 			w.t.Fatalf("Append(%s, t=%d): %v", ls, ts, err)

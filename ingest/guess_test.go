@@ -108,7 +108,7 @@ func TestAppenderConcurrentGuesses(t *testing.T) {
 				a := NewAppender(context.Background(), head, cache, ts)
 				for i, ls := range order {
 					s := newPairSeries(ls)
-					h := a.Lookup(s)
+					h := mustHandle(a.Lookup(s))
 					v := float64(ts) + float64(i)
 					err := a.Append(&h, 0, ts, v, nil, nil, storage.AOptions{})
 					switch {

@@ -544,7 +544,14 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		}
 		// The handle lives in the worker: passed to the ExemplarAppender
 		// interface, a local would escape to the heap.
-		wk.h = a.Lookup(s)
+		var err error
+		if wk.h, err = a.Lookup(s); err != nil {
+			// Not reached: Lookup refuses only a series with Err, skipped
+			// above. Should that change, skip the series the same way.
+			c.invalid += len(samples) + len(hists)
+			wk.errs.add(fmt.Errorf("parsing series: %w", err))
+			continue
+		}
 		h := &wk.h
 		if !h.Cached() {
 			// Not a series the receiver has appended to before: validate

@@ -62,6 +62,10 @@ type CacheOptions struct {
 // that changes what a storage value appends to (a proxy or a
 // ready-storage wrapper whose TSDB is replaced) must call [Cache.Reset]
 // itself, as must one that uses [Cache.Lookup] and [Cache.Store] directly.
+// The cache keeps the storage it serves, and its entries the labels of
+// that storage's head, reachable until it is bound to another storage or
+// reset: a program that closes a TSDB and keeps its cache calls Reset, so
+// that the closed head's memory is freed.
 //
 // Within one head, refs may go stale when the head garbage-collects a
 // series, and that is safe: a head never hands a ref out twice (its

@@ -317,6 +317,9 @@ func TestCacheReset(t *testing.T) {
 	if got, want := cache.Stats(), (CacheStats{Resets: 1}); got != want {
 		t.Fatalf("after Reset: Stats() = %+v, want %+v", got, want)
 	}
+	if b := cache.table.Load().bound.Load(); b != nil {
+		t.Fatalf("after Reset, the cache still holds %T", b.storage)
+	}
 	head2 := newHead(t)
 	appendOne(t, false, head2, cache, ls, 2, 2)
 	if got, want := cache.Stats(), (CacheStats{Len: 1, Resets: 1}); got != want {

@@ -1,6 +1,9 @@
 package ingest
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -10,9 +13,13 @@ import (
 
 // SeriesLabels is a series as an appender needs it: the hash of its labels
 // (Prometheus's labels.Labels.Hash, computed once), a comparison with a
-// label set that builds nothing, and its labels built on demand. [Series]
-// implements it.
+// label set that builds nothing, its labels built on demand, and whether it
+// can be appended at all. [Series] implements it.
 type SeriesLabels interface {
+	// Err returns why the series cannot be appended (its labels could not
+	// be decoded), or nil. Lookup refuses a series with an error, whatever
+	// its other methods answer.
+	Err() error
 	Equaler
 	// Hash returns labels.Labels.Hash of the series' labels.
 	Hash() uint64
@@ -68,7 +75,10 @@ type AppenderStats struct {
 
 // resolver is the part that the V2 and V1 appenders share.
 type resolver struct {
-	cache  *Cache
+	cache *Cache
+	// tab is the cache's table for the storage of the transaction, taken
+	// at reset: the appender never sees the refs of another storage.
+	tab    *cacheTable
 	getRef storage.GetRef // nil if the appender does not offer it
 	now    int64
 	stats  AppenderStats
@@ -77,6 +87,11 @@ type resolver struct {
 	prev *cacheEntry
 }
 
+// bind takes the cache's table for db, before a transaction is opened on
+// it (bind panics on a storage it cannot compare).
+func (r *resolver) bind(db any) { r.tab = r.cache.bind(db) }
+
+// reset starts a transaction, app.
 func (r *resolver) reset(app any, now int64) {
 	r.getRef, _ = app.(storage.GetRef)
 	r.now = now
@@ -95,10 +110,13 @@ func (r *resolver) follow(hash uint64, e *cacheEntry) {
 
 // lookup finds s in the cache, else asks the appender by hash with labels
 // built in a reused buffer, and builds s's labels (the only copy) only for a
-// series the TSDB does not hold.
-func (r *resolver) lookup(s SeriesLabels) Handle {
+// series the TSDB does not hold. It refuses a series with an error.
+func (r *resolver) lookup(s SeriesLabels) (Handle, error) {
+	if err := s.Err(); err != nil {
+		return Handle{}, fmt.Errorf("%w: %w", ErrInvalidSeries, err)
+	}
 	hash := s.Hash()
-	if e, guessed := r.cache.lookup(r.prev, hash, s, r.now); e != nil {
+	if e, guessed := r.tab.lookup(r.prev, hash, s, r.now); e != nil {
 		// A purge may have dropped e since: its ref is still the series',
 		// or a stale one that the head resolves by the labels.
 		if ref := e.ref.Load(); ref != 0 {
@@ -107,7 +125,7 @@ func (r *resolver) lookup(s SeriesLabels) Handle {
 			if guessed {
 				r.stats.Guessed++
 			}
-			return Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e}
+			return Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e}, nil
 		}
 	}
 	var built labels.Labels // s.Labels(), if it had to be called
@@ -121,14 +139,14 @@ func (r *resolver) lookup(s SeriesLabels) Handle {
 		}
 		if ref, lset := r.getRef.GetRef(probe, hash); ref != 0 {
 			r.stats.RefLookups++
-			return Handle{hash: hash, ref: ref, lset: lset}
+			return Handle{hash: hash, ref: ref, lset: lset}, nil
 		}
 	}
 	if built.IsEmpty() {
 		built = s.Labels()
 	}
 	r.stats.NewSeries++
-	return Handle{hash: hash, lset: built}
+	return Handle{hash: hash, lset: built}, nil
 }
 
 // appended records the ref an append returned: a series new to the cache,
@@ -138,7 +156,7 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 		return
 	}
 	if h.entry == nil || ref != h.ref {
-		h.entry = r.cache.store(h.hash, ref, h.lset, r.now)
+		h.entry = r.tab.store(h.hash, ref, h.lset, r.now)
 		r.stats.CacheStores++
 		r.follow(h.hash, h.entry)
 	}
@@ -169,28 +187,48 @@ type Appender struct {
 	exApp storage.ExemplarAppenderV2 // nil if app does not implement it
 }
 
-// NewAppender returns an Appender over app that keeps refs in cache. now
-// is the time entries are marked seen at, in the unit given to
-// [Cache.Purge].
-func NewAppender(app storage.AppenderV2, cache *Cache, now int64) *Appender {
+// NewAppender opens a transaction on db (db.AppenderV2(ctx)) and returns an
+// Appender over it that keeps refs in cache. now is the time entries are
+// marked seen at, in the unit given to [Cache.Purge].
+//
+// The appender opens the transaction itself so that the cache knows which
+// storage its refs are of: a cache that served another storage is emptied
+// and serves db from then on (see [Cache]). Pass the same db value for
+// every transaction on one TSDB, such as the *tsdb.DB or the tenant's
+// storage object; db's dynamic type must be comparable, or NewAppender
+// panics.
+func NewAppender(ctx context.Context, db storage.AppendableV2, cache *Cache, now int64) *Appender {
 	a := &Appender{resolver: resolver{cache: cache}}
-	a.Reset(app, now)
+	a.Reset(ctx, db, now)
 	return a
 }
 
-// Reset makes the Appender append to app, for a new transaction.
-func (a *Appender) Reset(app storage.AppenderV2, now int64) {
+// Reset opens a new transaction on db (db.AppenderV2(ctx)) and makes the
+// Appender append to it; the cache is bound to db as by [NewAppender]. The
+// previous transaction must have been committed or rolled back.
+//
+// Reset makes no allocation of its own for the storage the cache serves.
+func (a *Appender) Reset(ctx context.Context, db storage.AppendableV2, now int64) {
+	a.resolver.bind(db)
+	app := db.AppenderV2(ctx)
 	a.app = app
 	a.exApp, _ = app.(storage.ExemplarAppenderV2)
 	a.resolver.reset(app, now)
 }
 
-// Lookup resolves s to the ref and labels to append with.
+// Wrapped returns the transaction the Appender appends to, opened by the
+// last reset.
+func (a *Appender) Wrapped() storage.AppenderV2 { return a.app }
+
+// Lookup resolves s to the ref and labels to append with. It returns an
+// error wrapping [ErrInvalidSeries] and s.Err(), and a zero Handle that
+// must not be appended to, if s has an error; a caller skips such a series
+// and answers 400 once the rest is written.
 //
 // Lookup makes no allocation for a series in the cache, nor for one that
 // the wrapped appender finds by storage.GetRef when s can build scratch
 // labels ([Series] can); for a new series it builds s's labels once.
-func (a *Appender) Lookup(s SeriesLabels) Handle { return a.lookup(s) }
+func (a *Appender) Lookup(s SeriesLabels) (Handle, error) { return a.lookup(s) }
 
 // Append appends a float (hist and fh nil), histogram or float histogram
 // sample to the series of h, as [storage.AppenderV2.Append] does, and
@@ -226,7 +264,8 @@ func (a *Appender) Stats() AppenderStats { return a.stats }
 
 // AppenderV1 is [Appender] for the version 1 [storage.Appender], which
 // Thanos and Cortex receivers still use: the same lookup by cached ref, the
-// same copy only for new series.
+// same copy only for new series, the same binding of the cache to one
+// storage.
 //
 // An AppenderV1 is for one transaction at a time and is not safe for
 // concurrent use; the Cache behind it is shared.
@@ -235,22 +274,33 @@ type AppenderV1 struct {
 	app storage.Appender
 }
 
-// NewAppenderV1 returns an AppenderV1 over app that keeps refs in cache.
-func NewAppenderV1(app storage.Appender, cache *Cache, now int64) *AppenderV1 {
+// NewAppenderV1 opens a transaction on db (db.Appender(ctx)) and returns an
+// AppenderV1 over it that keeps refs in cache, bound to db as by
+// [NewAppender]: a cache that served another storage is emptied. Pass the
+// same db value for every transaction on one TSDB; its dynamic type must be
+// comparable, or NewAppenderV1 panics.
+func NewAppenderV1(ctx context.Context, db storage.Appendable, cache *Cache, now int64) *AppenderV1 {
 	a := &AppenderV1{resolver: resolver{cache: cache}}
-	a.Reset(app, now)
+	a.Reset(ctx, db, now)
 	return a
 }
 
-// Reset makes the AppenderV1 append to app, for a new transaction.
-func (a *AppenderV1) Reset(app storage.Appender, now int64) {
+// Reset opens a new transaction on db (db.Appender(ctx)) and makes the
+// AppenderV1 append to it, as [Appender.Reset] does.
+func (a *AppenderV1) Reset(ctx context.Context, db storage.Appendable, now int64) {
+	a.resolver.bind(db)
+	app := db.Appender(ctx)
 	a.app = app
 	a.resolver.reset(app, now)
 }
 
+// Wrapped returns the transaction the AppenderV1 appends to, opened by the
+// last reset.
+func (a *AppenderV1) Wrapped() storage.Appender { return a.app }
+
 // Lookup resolves s to the ref and labels to append with; see
 // [Appender.Lookup].
-func (a *AppenderV1) Lookup(s SeriesLabels) Handle { return a.lookup(s) }
+func (a *AppenderV1) Lookup(s SeriesLabels) (Handle, error) { return a.lookup(s) }
 
 // Append appends a float sample, as [storage.Appender.Append] does.
 func (a *AppenderV1) Append(h *Handle, t int64, v float64) error {

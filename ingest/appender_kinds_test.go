@@ -43,8 +43,8 @@ func TestAppenderKinds(t *testing.T) {
 	ex := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "abc"), Value: 0.7, Ts: 2000, HasTs: true}
 
 	for round, ts := range []int64{2000, 3000} {
-		a := NewAppender(head.AppenderV2(context.Background()), cache, ts)
-		hf := a.Lookup(newPairSeries(floatLs))
+		a := NewAppender(context.Background(), head, cache, ts)
+		hf := mustHandle(a.Lookup(newPairSeries(floatLs)))
 		// The start timestamp makes the head add a zero sample at st first.
 		if err := a.Append(&hf, 1000, ts, float64(ts), nil, nil, storage.AOptions{}); err != nil {
 			t.Fatalf("Append(float, st=1000): %v", err)
@@ -62,11 +62,11 @@ func TestAppenderKinds(t *testing.T) {
 				t.Fatalf("AppendExemplars(older exemplar) = %v, want a *storage.AppendPartialError with storage.ErrOutOfOrderExemplar", err)
 			}
 		}
-		hh := a.Lookup(newPairSeries(histLs))
+		hh := mustHandle(a.Lookup(newPairSeries(histLs)))
 		if err := a.Append(&hh, 0, ts, 0, ih.Copy(), nil, storage.AOptions{}); err != nil {
 			t.Fatalf("Append(histogram): %v", err)
 		}
-		hfh := a.Lookup(newPairSeries(fhistLs))
+		hfh := mustHandle(a.Lookup(newPairSeries(fhistLs)))
 		if err := a.Append(&hfh, 0, ts, 0, nil, fh.Copy(), storage.AOptions{}); err != nil {
 			t.Fatalf("Append(float histogram): %v", err)
 		}

@@ -16,9 +16,9 @@ func appendRound(t *testing.T, head interface {
 	AppenderV2(context.Context) storage.AppenderV2
 }, cache *Cache, series []SeriesLabels, ts int64) AppenderStats {
 	t.Helper()
-	a := NewAppender(head.AppenderV2(context.Background()), cache, ts)
+	a := NewAppender(context.Background(), head, cache, ts)
 	for i, s := range series {
-		h := a.Lookup(s)
+		h := mustHandle(a.Lookup(s))
 		if err := a.Append(&h, 0, ts, float64(i)+float64(ts), nil, nil, storage.AOptions{}); err != nil {
 			t.Fatalf("Append(series %d, t=%d): %v", i, ts, err)
 		}
@@ -150,8 +150,8 @@ func TestAppenderErrors(t *testing.T) {
 	s := newPairSeries(labels.FromStrings("__name__", "m"))
 	appendRound(t, head, cache, []SeriesLabels{s}, 2000)
 
-	a := NewAppender(head.AppenderV2(context.Background()), cache, 1)
-	h := a.Lookup(s)
+	a := NewAppender(context.Background(), head, cache, 1)
+	h := mustHandle(a.Lookup(s))
 	if err := a.Append(&h, 0, 1000, 1, nil, nil, storage.AOptions{}); !errors.Is(err, storage.ErrOutOfOrderSample) {
 		t.Fatalf("Append(older sample) = %v, want storage.ErrOutOfOrderSample", err)
 	}
@@ -161,7 +161,7 @@ func TestAppenderErrors(t *testing.T) {
 	dup := newPairSeries(labels.EmptyLabels())
 	dup.set.AddString("__name__", "x")
 	dup.set.AddString("__name__", "y")
-	hd := a.Lookup(dup)
+	hd := mustHandle(a.Lookup(dup))
 	if err := a.Append(&hd, 0, 3000, 1, nil, nil, storage.AOptions{}); err == nil {
 		t.Fatalf("Append(series with a repeated label name) = nil, want the head's error")
 	}
@@ -178,9 +178,9 @@ func TestAppenderV1(t *testing.T) {
 	cache := NewCache(CacheOptions{})
 	sets := seriesSet(100)
 	for round, ts := range []int64{1000, 2000} {
-		a := NewAppenderV1(head.Appender(context.Background()), cache, ts)
+		a := NewAppenderV1(context.Background(), head, cache, ts)
 		for i, ls := range sets {
-			h := a.Lookup(newPairSeries(ls))
+			h := mustHandle(a.Lookup(newPairSeries(ls)))
 			if err := a.Append(&h, ts, float64(i)); err != nil {
 				t.Fatalf("Append: %v", err)
 			}
@@ -217,14 +217,14 @@ func TestAppenderAllocs(t *testing.T) {
 	}
 	appendRound(t, head, cache, series, 1000)
 
-	a := NewAppender(head.AppenderV2(context.Background()), cache, 2000)
+	a := NewAppender(context.Background(), head, cache, 2000)
 	i := 0
-	if got := testing.AllocsPerRun(1000, func() { _ = a.Lookup(series[i%len(series)]); i++ }); got != 0 {
+	if got := testing.AllocsPerRun(1000, func() { _, _ = a.Lookup(series[i%len(series)]); i++ }); got != 0 {
 		t.Errorf("Lookup of a cached series: AllocsPerRun = %v, want 0", got)
 	}
-	a.Reset(head.AppenderV2(context.Background()), 2000)
+	a.Reset(context.Background(), head, 2000)
 	a.cache = NewCache(CacheOptions{}) // every lookup misses the cache and asks the head
-	if got := testing.AllocsPerRun(1000, func() { _ = a.Lookup(series[i%len(series)]); i++ }); got != 0 {
+	if got := testing.AllocsPerRun(1000, func() { _, _ = a.Lookup(series[i%len(series)]); i++ }); got != 0 {
 		t.Errorf("Lookup through GetRef: AllocsPerRun = %v, want 0", got)
 	}
 	_ = a.Rollback()
@@ -250,7 +250,7 @@ func TestAppenderAllocs(t *testing.T) {
 		i++
 	})
 	_ = app.Commit()
-	a.Reset(head.AppenderV2(context.Background()), 3000)
+	a.Reset(context.Background(), head, 3000)
 	a.cache = cache
 	i = 0
 	ts += 10_000
@@ -259,7 +259,7 @@ func TestAppenderAllocs(t *testing.T) {
 		if j == 0 {
 			ts++
 		}
-		h := a.Lookup(series[j])
+		h := mustHandle(a.Lookup(series[j]))
 		if err := a.Append(&h, 0, ts, 1, nil, nil, storage.AOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -277,8 +277,8 @@ func TestHandleCached(t *testing.T) {
 	s := newPairSeries(labels.FromStrings("__name__", "up", "job", "api"))
 	for i, want := range []struct{ beforeAppend, afterAppend bool }{{false, true}, {true, true}} {
 		ts := int64(1000 * (i + 1))
-		a := NewAppender(head.AppenderV2(context.Background()), cache, ts)
-		h := a.Lookup(s)
+		a := NewAppender(context.Background(), head, cache, ts)
+		h := mustHandle(a.Lookup(s))
 		if got := h.Cached(); got != want.beforeAppend {
 			t.Fatalf("round %d: Cached() after Lookup = %v, want %v", i, got, want.beforeAppend)
 		}
@@ -293,8 +293,8 @@ func TestHandleCached(t *testing.T) {
 		}
 	}
 	cache.Purge(10_000)
-	a := NewAppender(head.AppenderV2(context.Background()), cache, 10_000)
-	if h := a.Lookup(s); h.Cached() {
+	a := NewAppender(context.Background(), head, cache, 10_000)
+	if h := mustHandle(a.Lookup(s)); h.Cached() {
 		t.Fatalf("Cached() after the entry was purged = true")
 	}
 	_ = a.Rollback()

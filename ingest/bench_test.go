@@ -75,7 +75,7 @@ func BenchmarkAppend(b *testing.B) {
 				ts := int64(0)
 				sb := labels.NewScratchBuilder(8)
 				s := &pairSeries{} // one reused, as a decoder reuses its series view
-				a := NewAppender(head.AppenderV2(context.Background()), cache, 0)
+				var a *Appender
 				round := 0
 				one := func() {
 					ts += 15_000
@@ -84,9 +84,9 @@ func BenchmarkAppend(b *testing.B) {
 						req = shuffled[round%len(shuffled)]
 					}
 					round++
-					app := head.AppenderV2(context.Background())
 					switch impl {
 					case "prometheus", "getref":
+						app := head.AppenderV2(context.Background())
 						getRef, _ := app.(storage.GetRef)
 						for i, pairs := range req {
 							sb.Reset()
@@ -109,13 +109,17 @@ func BenchmarkAppend(b *testing.B) {
 							b.Fatal(err)
 						}
 					case "ingestkit":
-						a.Reset(app, ts)
+						if a == nil {
+							a = NewAppender(context.Background(), head, cache, ts)
+						} else {
+							a.Reset(context.Background(), head, ts)
+						}
 						for i, pairs := range req {
 							s.set.Reset()
 							for _, p := range pairs {
 								s.set.Add(p[0], p[1])
 							}
-							h := a.Lookup(s)
+							h := mustHandle(a.Lookup(s))
 							if err := a.Append(&h, 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
 								b.Fatal(err)
 							}

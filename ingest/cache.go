@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"fmt"
 	"math/bits"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -40,6 +42,39 @@ type CacheOptions struct {
 // pairs ([Equaler]); series whose hashes collide are kept side by side and
 // each found by its labels.
 //
+// A ref names a series only in the storage that handed it out, and
+// Prometheus appends by ref without looking at the labels: a ref cached
+// from one head and used with another would write into whatever series the
+// other head gave that number (a fresh head numbers its series from 1
+// again). So a Cache serves one storage at a time, the one the [Appender]
+// or [AppenderV1] resetting it names: the first binds the cache to its
+// storage, and an appender given another storage (compared as interface
+// values, so a pointer such as a *tsdb.DB is compared by identity) starts
+// the cache afresh, empty, bound to the new storage; [CacheStats.Rebinds]
+// counts these. Appenders of the old storage still in a transaction keep
+// the old entries until their next Reset. A TSDB closed and opened again,
+// in a fresh directory or in its old one, is a new *tsdb.DB and gets an
+// empty cache: after a WAL replay the old refs would still name the same
+// series, but a directory removed and created again numbers its series from
+// 1, and the cache cannot tell the two apart. Use one Cache per storage
+// (per TSDB, or per tenant's TSDB): a cache shared by two storages is never
+// wrong, but empties itself every time the other one appends. A program
+// that changes what a storage value appends to (a proxy or a
+// ready-storage wrapper whose TSDB is replaced) must call [Cache.Reset]
+// itself, as must one that uses [Cache.Lookup] and [Cache.Store] directly.
+// The cache keeps the storage it serves, and its entries the labels of
+// that storage's head, reachable until it is bound to another storage or
+// reset: a program that closes a TSDB and keeps its cache calls Reset, so
+// that the closed head's memory is freed.
+//
+// Within one head, refs may go stale when the head garbage-collects a
+// series, and that is safe: a head never hands a ref out twice (its
+// lastSeriesID only grows, in tsdb/head.go getOrCreateWithOptionalID, and
+// WAL replay moves it past every replayed ref, in tsdb/head_wal.go), so a
+// stale ref names no series, the head falls back to the labels it is given
+// with the ref, and [Appender] then stores the new ref. Entries that are
+// not looked up are dropped by [Cache.Purge], which bounds the memory.
+//
 // Senders repeat themselves: a Prometheus remote-write shard sends the same
 // series in the same order request after request, as a scrape target
 // exposes them. So each entry also remembers which entry was looked up
@@ -47,12 +82,6 @@ type CacheOptions struct {
 // and without a probe of the stripe's map: when it holds, a lookup reads
 // one entry, in memory allocated in the order the series were first seen.
 // A wrong guess costs one comparison of hashes and the usual lookup.
-//
-// Refs may go stale when the head garbage-collects a series: appending with
-// a stale ref and the cached labels still lands on the right series, because
-// Prometheus's head falls back to the labels when it does not know a ref,
-// and [Appender] then stores the new ref. Entries that are not looked up are
-// dropped by [Cache.Purge], which bounds the memory.
 //
 // Memory: an entry is a map slot (hash and pointer) and an object of 48
 // bytes in the default stringlabels build (labels header, ref, last-seen
@@ -65,12 +94,30 @@ type CacheOptions struct {
 //
 // A Cache is safe for concurrent use by multiple goroutines. Lookups take a
 // stripe's read lock, or no lock when the guess holds; stores and purges
-// take its write lock.
+// take its write lock; binding to a storage other than the one served, and
+// [Cache.Reset], take a lock of the whole cache.
 type Cache struct {
+	mu      sync.Mutex // serialises binding and Reset
+	table   atomic.Pointer[cacheTable]
+	stripes int
+	rebinds atomic.Int64
+	resets  atomic.Int64
+}
+
+// cacheTable is the entries of one storage. A cache replaces its table,
+// whole, when it is bound to another storage or reset; an appender keeps
+// the table it was reset with, so that it never sees another storage's
+// refs.
+type cacheTable struct {
+	// bound is the storage the table's refs are of, nil until the first
+	// appender binds it; set once, under Cache.mu.
+	bound   atomic.Pointer[boundStorage]
 	stripes []cacheStripe
 	mask    uint64
 	entries atomic.Int64
 }
+
+type boundStorage struct{ storage any }
 
 type cacheStripe struct {
 	mu sync.RWMutex
@@ -114,24 +161,107 @@ func (e *cacheEntry) setGuess(hash uint64, next *cacheEntry) {
 	}
 }
 
-// NewCache returns an empty cache.
+// NewCache returns an empty cache, bound to no storage yet.
 func NewCache(opts CacheOptions) *Cache {
 	n := opts.Stripes
 	if n <= 0 {
 		n = DefaultCacheStripes
 	}
 	n = 1 << bits.Len(uint(n-1)) // round up to a power of two
-	c := &Cache{stripes: make([]cacheStripe, n), mask: uint64(n - 1)}
-	for i := range c.stripes {
-		c.stripes[i].m = make(map[uint64]*cacheEntry)
-	}
+	c := &Cache{stripes: n}
+	c.table.Store(newCacheTable(n))
 	return c
 }
 
-func (c *Cache) stripe(hash uint64) *cacheStripe {
+func newCacheTable(n int) *cacheTable {
+	t := &cacheTable{stripes: make([]cacheStripe, n), mask: uint64(n - 1)}
+	for i := range t.stripes {
+		t.stripes[i].m = make(map[uint64]*cacheEntry)
+	}
+	return t
+}
+
+// bind returns the table of db's refs: the current one if it serves db or
+// no storage yet, else a new, empty one that replaces it. It panics if db
+// is nil or its dynamic type is not comparable, as the cache could not
+// tell whether it serves it.
+//
+// bind allocates only when the cache starts serving another storage.
+func (c *Cache) bind(db any) *cacheTable {
+	t := c.table.Load()
+	if b := t.bound.Load(); b != nil && sameStorage(b.storage, db) {
+		return t
+	}
+	return c.bindSlow(db)
+}
+
+func (c *Cache) bindSlow(db any) *cacheTable {
+	if db == nil {
+		panic("ingest: appender reset with a nil storage")
+	}
+	if !reflect.ValueOf(db).Comparable() {
+		panic(fmt.Sprintf("ingest: a Cache cannot serve a storage of incomparable type %T; pass a pointer", db))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.table.Load()
+	b := t.bound.Load()
+	switch {
+	case b == nil:
+		t.bound.Store(&boundStorage{db})
+	case !sameStorage(b.storage, db):
+		t = newCacheTable(c.stripes)
+		t.bound.Store(&boundStorage{db})
+		c.table.Store(t)
+		c.rebinds.Add(1)
+	}
+	return t
+}
+
+// sameStorage reports whether db is bound, without the panic of == on two
+// values of one incomparable type.
+func sameStorage(bound, db any) bool {
+	if db == nil {
+		return false
+	}
+	if reflect.TypeOf(db).Kind() != reflect.Pointer && !reflect.ValueOf(db).Comparable() {
+		return false
+	}
+	return bound == db
+}
+
+// Reset drops every entry and unbinds the cache, for a program that
+// replaces what its storage value appends to (see [Cache]); the next
+// appender binds it again. Appenders in a transaction keep the entries they
+// had until their next Reset.
+func (c *Cache) Reset() {
+	c.mu.Lock()
+	c.table.Store(newCacheTable(c.stripes))
+	c.mu.Unlock()
+	c.resets.Add(1)
+}
+
+// CacheStats describes a [Cache].
+type CacheStats struct {
+	Len int // series in the cache
+	// Rebinds counts the times an appender gave the cache a storage other
+	// than the one it served, which emptied it. More than one per TSDB
+	// opened means the cache is shared by several storages, or that the
+	// storage passed to the appenders is a new value every time (a wrapper
+	// made per request): pass the same one.
+	Rebinds int64
+	Resets  int64 // calls of Cache.Reset
+}
+
+// Stats returns the cache's figures.
+func (c *Cache) Stats() CacheStats {
+	return CacheStats{Len: c.Len(), Rebinds: c.rebinds.Load(), Resets: c.resets.Load()}
+}
+
+func (t *cacheTable) stripe(hash uint64) *cacheStripe {
 	// The low bits pick the stripe; Go's map hashes the key again, so they
 	// do not bias the map.
-	return &c.stripes[hash&c.mask]
+	return &t.stripes[hash&t.mask]
 }
 
 // find returns the entry for hash whose labels eq accepts, or nil. It
@@ -155,11 +285,12 @@ func (s *cacheStripe) find(hash uint64, eq Equaler) *cacheEntry {
 // Lookup returns the ref and the TSDB's labels of the series with the given
 // hash whose labels eq accepts, and marks the entry seen at now (any
 // monotonic clock in any unit, the same as [Cache.Purge] is given). ok is
-// false when there is no such entry.
+// false when there is no such entry. The ref is one of the storage the
+// cache serves now (see [Cache]).
 //
 // Lookup makes no allocation.
 func (c *Cache) Lookup(hash uint64, eq Equaler, now int64) (ref storage.SeriesRef, lset labels.Labels, ok bool) {
-	e, _ := c.lookup(nil, hash, eq, now)
+	e, _ := c.table.Load().lookup(nil, hash, eq, now)
 	if e == nil {
 		return 0, labels.EmptyLabels(), false
 	}
@@ -173,7 +304,7 @@ func (c *Cache) Lookup(hash uint64, eq Equaler, now int64) (ref storage.SeriesRe
 // lookup is Lookup that tries prev's guess first, and makes the entry found
 // prev's guess. It returns nil if there is no such entry, and whether the
 // guess held.
-func (c *Cache) lookup(prev *cacheEntry, hash uint64, eq Equaler, now int64) (e *cacheEntry, guessed bool) {
+func (t *cacheTable) lookup(prev *cacheEntry, hash uint64, eq Equaler, now int64) (e *cacheEntry, guessed bool) {
 	if prev != nil {
 		// Read without a lock: the guess may have been purged since (ref
 		// 0) or be another series; its labels are immutable.
@@ -182,7 +313,7 @@ func (c *Cache) lookup(prev *cacheEntry, hash uint64, eq Equaler, now int64) (e 
 		}
 	}
 	if e == nil {
-		s := c.stripe(hash)
+		s := t.stripe(hash)
 		s.mu.RLock()
 		e = s.find(hash, eq)
 		s.mu.RUnlock()
@@ -208,19 +339,21 @@ func (l *labelsEqual) Equal(ls labels.Labels) bool { return labels.Equal(l.ls, l
 // at now. lset must be the labels the TSDB holds for the series (or an
 // immutable copy of them): the cache keeps it and hands it out to every hit.
 // If the series is already cached, its ref and time are updated. Store
-// panics if ref is 0, which no TSDB series has.
+// panics if ref is 0, which no TSDB series has. ref must be one of the
+// storage the cache serves now (see [Cache]), or of the storage the first
+// appender will bind it to.
 //
 // Store allocates one entry for a series it did not hold.
 func (c *Cache) Store(hash uint64, ref storage.SeriesRef, lset labels.Labels, now int64) {
-	c.store(hash, ref, lset, now)
+	c.table.Load().store(hash, ref, lset, now)
 }
 
 // store is Store that returns the entry.
-func (c *Cache) store(hash uint64, ref storage.SeriesRef, lset labels.Labels, now int64) *cacheEntry {
+func (t *cacheTable) store(hash uint64, ref storage.SeriesRef, lset labels.Labels, now int64) *cacheEntry {
 	if ref == 0 {
 		panic("ingest: Cache.Store with ref 0")
 	}
-	s := c.stripe(hash)
+	s := t.stripe(hash)
 	eq := labelsEqual{lset}
 	s.mu.Lock()
 	if e := s.find(hash, &eq); e != nil {
@@ -243,7 +376,7 @@ func (c *Cache) store(hash uint64, ref storage.SeriesRef, lset labels.Labels, no
 		s.conflicts[hash] = append(s.conflicts[hash], e)
 	}
 	s.mu.Unlock()
-	c.entries.Add(1)
+	t.entries.Add(1)
 	return e
 }
 
@@ -251,9 +384,10 @@ func (c *Cache) store(hash uint64, ref storage.SeriesRef, lset labels.Labels, no
 // dropped. It takes one stripe's write lock at a time, and only for a stripe
 // that has something to drop, so appends to the other stripes go on.
 func (c *Cache) Purge(keepFrom int64) int {
+	t := c.table.Load()
 	dropped := 0
-	for i := range c.stripes {
-		s := &c.stripes[i]
+	for i := range t.stripes {
+		s := &t.stripes[i]
 		s.mu.RLock()
 		idle := s.hasIdle(keepFrom)
 		s.mu.RUnlock()
@@ -264,7 +398,7 @@ func (c *Cache) Purge(keepFrom int64) int {
 		dropped += s.purge(keepFrom)
 		s.mu.Unlock()
 	}
-	c.entries.Add(-int64(dropped))
+	t.entries.Add(-int64(dropped))
 	return dropped
 }
 
@@ -336,5 +470,5 @@ func drop(e *cacheEntry) {
 	e.next.Store(nil)
 }
 
-// Len returns the number of series in the cache.
-func (c *Cache) Len() int { return int(c.entries.Load()) }
+// Len returns the number of series in the cache, for the storage it serves.
+func (c *Cache) Len() int { return int(c.table.Load().entries.Load()) }

@@ -12,7 +12,7 @@ import (
 
 func TestCacheStripesRoundUp(t *testing.T) {
 	for _, tc := range []struct{ in, want int }{{0, DefaultCacheStripes}, {-3, DefaultCacheStripes}, {1, 1}, {3, 4}, {128, 128}, {129, 256}} {
-		if got := len(NewCache(CacheOptions{Stripes: tc.in}).stripes); got != tc.want {
+		if got := len(NewCache(CacheOptions{Stripes: tc.in}).table.Load().stripes); got != tc.want {
 			t.Errorf("NewCache(Stripes: %d) has %d stripes, want %d", tc.in, got, tc.want)
 		}
 	}
@@ -144,7 +144,7 @@ func TestCacheMemoryPerEntry(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	perEntry := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n
-	t.Logf("cache memory: %.1f bytes per entry (%d entries, %d stripes)", perEntry, n, len(c.stripes))
+	t.Logf("cache memory: %.1f bytes per entry (%d entries, %d stripes)", perEntry, n, c.stripes)
 	if perEntry > 100 {
 		t.Fatalf("cache memory = %.1f bytes per entry, want at most 100", perEntry)
 	}

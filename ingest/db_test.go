@@ -23,9 +23,9 @@ type dbWriter struct {
 
 func (w *dbWriter) round(sets []labels.Labels, ts int64) {
 	w.t.Helper()
-	a := NewAppender(w.db.AppenderV2(context.Background()), w.cache, ts)
+	a := NewAppender(context.Background(), w.db, w.cache, ts)
 	for _, ls := range sets {
-		h := a.Lookup(newPairSeries(ls))
+		h := mustHandle(a.Lookup(newPairSeries(ls)))
 		v := float64(ts)/1000 + float64(len(ls.String()))
 		if err := a.Append(&h, 0, ts, v, nil, nil, storage.AOptions{}); err != nil {
 			w.t.Fatalf("Append(%s, t=%d): %v", ls, ts, err)
@@ -113,16 +113,20 @@ func TestAppenderDB(t *testing.T) {
 	}
 	w.check("after stale refs")
 
-	// Restart: the head is rebuilt from the WAL. The old cache's refs and
-	// labels stay valid, and a new cache learns the refs through GetRef.
+	// Restart: the head is rebuilt from the WAL. The reopened DB is another
+	// storage, so the old cache starts empty (TestCacheTSDBReopen), and it
+	// and a new cache learn the refs through GetRef.
 	if err := w.db.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
 	w.db = open()
 	w.check("after restart")
 	w.round(sets, 13*step)
-	if w.stats.NewSeries != 0 {
-		t.Fatalf("after restart with the old cache: Stats() = %+v, want no new series", w.stats)
+	if want := (AppenderStats{RefLookups: 300, CacheStores: 300}); w.stats != want {
+		t.Fatalf("after restart with the old cache: Stats() = %+v, want %+v", w.stats, want)
+	}
+	if got := w.cache.Stats().Rebinds; got != 1 {
+		t.Fatalf("after restart: Cache.Stats().Rebinds = %d, want 1", got)
 	}
 	w.cache = NewCache(CacheOptions{})
 	w.round(sets, 14*step)

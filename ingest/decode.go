@@ -375,9 +375,13 @@ func (s *Series) reset() {
 // request, a label or metadata reference outside the symbols table, or an
 // odd number of label references (wrapping [ErrSymbolRef]). Prometheus's
 // handler skips such a series, writes the others and answers 400 with the
-// error; a caller does the same. The labels, hash and metadata of a series
-// with an error are meaningless; its samples are decoded but belong to no
-// known series.
+// error; a caller does the same. A series with an error has no labels, so
+// that one whose caller forgets to check matches nothing: [Series.Equal]
+// is false for every label set, [Series.Hash] and [Series.TenantHash] are
+// 0, [Series.Labels] and [Series.ScratchLabels] are empty, RangeLabels
+// calls nothing, Metadata reports none, and [Appender.Lookup] refuses it
+// with [ErrInvalidSeries]. Its samples are decoded but belong to no known
+// series.
 func (s *Series) Err() error { return s.err }
 
 // ExemplarErrs returns the errors of the series' 2.0 exemplars whose label
@@ -416,37 +420,57 @@ type HistogramSample struct {
 // value, so the hash may differ from that of ToLabels, whose sort leaves
 // their order unspecified.
 //
+// Hash returns 0 for a series with an error ([Series.Err]).
+//
 // Hash makes no allocation.
-func (s *Series) Hash() uint64 { return s.set.Hash() }
+func (s *Series) Hash() uint64 {
+	if s.err != nil {
+		return 0
+	}
+	return s.set.Hash()
+}
 
 // TenantHash returns the routing hash of the Thanos receive hashring for the
 // tenant given to [Decoder.SetTenant]: xxhash over "tenant 0xff name 0xff
 // value 0xff ..." of the series' labels sorted by name, the same in every
 // labels build, computed in the same pass as [Series.Hash]. It is what
-// [Ring.Replicas] takes. It panics if the Decoder was given no tenant.
+// [Ring.Replicas] takes. It panics if the Decoder was given no tenant, and
+// returns 0 for a series with an error ([Series.Err]).
 //
 // TenantHash makes no allocation.
 func (s *Series) TenantHash() uint64 {
 	if !s.withTenant {
 		panic("ingest: Series.TenantHash without Decoder.SetTenant")
 	}
+	if s.err != nil {
+		return 0
+	}
 	return s.set.TenantHash()
 }
 
 // Equal reports whether the series' labels are exactly ls. A caller that
 // found a series by [Series.Hash] confirms the hit with it, without building
-// anything.
+// anything. It is false for every ls if the series has an error
+// ([Series.Err]), even for the pairs decoded before the bad reference.
 //
 // Equal makes no allocation.
-func (s *Series) Equal(ls labels.Labels) bool { return s.set.Equal(ls) }
+func (s *Series) Equal(ls labels.Labels) bool { return s.err == nil && s.set.Equal(ls) }
 
 // Labels builds the series' labels, sorted by name, as Prometheus's ToLabels
 // does. It is the only call that copies label bytes: once, or through the
 // interner or symbol table the Decoder was given (see
 // [Decoder.SetInterner]), so the result never aliases the request buffer.
 //
+// Labels returns empty labels, which a TSDB rejects, for a series with an
+// error ([Series.Err]).
+//
 // Labels makes one allocation in the default stringlabels build.
-func (s *Series) Labels() labels.Labels { return s.set.Labels() }
+func (s *Series) Labels() labels.Labels {
+	if s.err != nil {
+		return labels.EmptyLabels()
+	}
+	return s.set.Labels()
+}
 
 // ScratchLabels returns the series' labels, sorted by name, built in a
 // buffer that the Decoder reuses: they are valid only until the next
@@ -456,15 +480,25 @@ func (s *Series) Labels() labels.Labels { return s.set.Labels() }
 //
 // ScratchLabels makes no allocation once the buffer has grown (in the
 // dedupelabels build, strings new to the symbol table are copied into it, as
-// for Labels).
-func (s *Series) ScratchLabels() labels.Labels { return s.set.Scratch() }
+// for Labels). They are empty for a series with an error ([Series.Err]).
+func (s *Series) ScratchLabels() labels.Labels {
+	if s.err != nil {
+		return labels.EmptyLabels()
+	}
+	return s.set.Scratch()
+}
 
 // RangeLabels calls f for each label of the series, sorted by name. The
 // strings alias the request buffer: they are valid until the Decoder's next
 // Reset, and must be copied to be kept longer.
 //
-// RangeLabels makes no allocation when the labels arrived sorted.
-func (s *Series) RangeLabels(f func(name, value string)) { s.set.Range(f) }
+// RangeLabels calls nothing for a series with an error ([Series.Err]). It
+// makes no allocation when the labels arrived sorted.
+func (s *Series) RangeLabels(f func(name, value string)) {
+	if s.err == nil {
+		s.set.Range(f)
+	}
+}
 
 // Samples returns the series' float samples in request order. The slice is
 // reused: it is valid until the Decoder's next Next or Reset.

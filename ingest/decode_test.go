@@ -145,6 +145,7 @@ func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMess
 			if m, ok := s.Metadata(); ok {
 				tb.Fatalf("Series.Metadata() of a series with an error = %+v, true", m)
 			}
+			decCheckMatchesNothing(tb, s)
 			out = append(out, decSeries{bad: true})
 			continue
 		}
@@ -188,6 +189,31 @@ func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMess
 		out = append(out, ds)
 	}
 	return out, d.Err()
+}
+
+// decCheckMatchesNothing fails tb unless s, a series with an error,
+// answers as a series of no labels: not equal to the pairs decoded before
+// its bad reference, nor to any label set.
+func decCheckMatchesNothing(tb testing.TB, s *Series) {
+	tb.Helper()
+	if partial := s.set.Labels(); s.Equal(partial) {
+		tb.Fatalf("Series.Equal(%s), the pairs before the bad reference, of a series with an error = true", partial)
+	}
+	if s.Equal(labels.EmptyLabels()) {
+		tb.Fatalf("Series.Equal({}) of a series with an error = true")
+	}
+	if h := s.Hash(); h != 0 {
+		tb.Fatalf("Series.Hash() of a series with an error = %#x, want 0", h)
+	}
+	if ls := s.Labels(); !ls.IsEmpty() {
+		tb.Fatalf("Series.Labels() of a series with an error = %s, want {}", ls)
+	}
+	if ls := s.ScratchLabels(); !ls.IsEmpty() {
+		tb.Fatalf("Series.ScratchLabels() of a series with an error = %s, want {}", ls)
+	}
+	s.RangeLabels(func(name, value string) {
+		tb.Fatalf("Series.RangeLabels of a series with an error called f(%q, %q)", name, value)
+	})
 }
 
 // decHasDupNames reports whether ls has a repeated label name, which

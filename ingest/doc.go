@@ -14,9 +14,11 @@
 // Prometheus's error values pass through unchanged.
 //
 // Concurrency: [Cache], [Tracker], [Ring] and [BodyReader] are safe for
-// concurrent use and meant to be shared (one cache per TSDB or tenant); a
-// [Decoder], an [Appender] and the views they hand out are for one
-// goroutine at a time, and are reused across requests. Allocations: in the steady state, reading
+// concurrent use and meant to be shared (one cache per TSDB or tenant: an
+// appender binds its cache to the storage it opens its transaction on, and
+// a cache given another storage starts empty); a [Decoder], an [Appender]
+// and the views they hand out are for one goroutine at a time, and are
+// reused across requests. Allocations: in the steady state, reading
 // a body with a known length into a pooled buffer, decoding a float series
 // and resolving and appending it make none of their own; histograms and
 // exemplars are allocated because the TSDB keeps them.

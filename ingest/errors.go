@@ -72,6 +72,15 @@ var (
 	// which Prometheus's ToLabels, ToExemplar and ToMetadata fail.
 	ErrSymbolRef = errors.New("ingest: symbol reference outside the symbols table")
 
+	// ErrInvalidSeries is returned by [Appender.Lookup] and
+	// [AppenderV1.Lookup] for a series whose Err method reports an error
+	// (a 2.0 [Series] whose label or metadata references do not resolve);
+	// the error returned also wraps the series' own error, [ErrSymbolRef]
+	// for a Series. Such a series has no labels and must not be appended:
+	// Prometheus's handler skips it, writes the rest of the request and
+	// answers 400 Bad Request, and a receiver should do the same.
+	ErrInvalidSeries = errors.New("ingest: series cannot be appended")
+
 	// ErrMessageType is returned by [Decoder.Reset] when it is given a
 	// message type other than the two of the remote-write protocols,
 	// prometheus.WriteRequest and io.prometheus.write.v2.Request.

@@ -105,10 +105,10 @@ func TestAppenderConcurrentGuesses(t *testing.T) {
 					rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 				}
 				ts := int64(round*writers+w) * 1000
-				a := NewAppender(head.AppenderV2(context.Background()), cache, ts)
+				a := NewAppender(context.Background(), head, cache, ts)
 				for i, ls := range order {
 					s := newPairSeries(ls)
-					h := a.Lookup(s)
+					h := mustHandle(a.Lookup(s))
 					v := float64(ts) + float64(i)
 					err := a.Append(&h, 0, ts, v, nil, nil, storage.AOptions{})
 					switch {

@@ -47,7 +47,7 @@ func ExampleRing() {
 	if err := head.Init(math.MinInt64); err != nil {
 		panic(err)
 	}
-	app := ingest.NewAppender(head.AppenderV2(context.Background()), ingest.NewCache(ingest.CacheOptions{}), 1)
+	app := ingest.NewAppender(context.Background(), head, ingest.NewCache(ingest.CacheOptions{}), 1)
 
 	const tenant = "team-a"
 	req := &prompb.WriteRequest{}
@@ -79,7 +79,10 @@ func ExampleRing() {
 				forward[addr]++
 				continue
 			}
-			h := app.Lookup(s)
+			h, err := app.Lookup(s)
+			if err != nil {
+				continue // a 2.0 series whose references do not resolve: skip it, answer 400
+			}
 			for _, smp := range s.Samples() {
 				if err := app.Append(&h, 0, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{}); err != nil {
 					panic(err)

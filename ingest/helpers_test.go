@@ -114,3 +114,15 @@ func queryHead(t testing.TB, h *tsdb.Head) map[string][]fsample {
 	}
 	return queryAll(t, q)
 }
+
+// mustHandle returns h, and panics on a Lookup error, which the tests
+// that use it never expect.
+func mustHandle(h Handle, err error) Handle {
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+func (s *pairSeries) Err() error { return nil }
+func (s plainSeries) Err() error { return nil }

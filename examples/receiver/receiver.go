@@ -449,17 +449,18 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 		d.SetTenant(r.tenant)
 		clear(wk.owned)
 	}
-	app := r.db.AppenderV2(ctx)
-	if _, ok := app.(storage.ExemplarAppenderV2); !ok {
-		_ = app.Rollback()
-		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, fmt.Errorf("remote write receiver requires a storage.ExemplarAppenderV2, got %T", app)
-	}
 	now := time.Now()
 	nowMs := now.UnixMilli()
+	// The appender opens the transaction on r.db itself, which binds the
+	// cache to r.db: refs of another storage are never used.
 	if wk.app == nil {
-		wk.app = ingest.NewAppender(app, r.cache, nowMs)
+		wk.app = ingest.NewAppender(ctx, r.db, r.cache, nowMs)
 	} else {
-		wk.app.Reset(app, nowMs)
+		wk.app.Reset(ctx, r.db, nowMs)
+	}
+	if app := wk.app.Wrapped(); !isExemplarAppender(app) {
+		_ = wk.app.Rollback()
+		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, fmt.Errorf("remote write receiver requires a storage.ExemplarAppenderV2, got %T", app)
 	}
 	wk.errs.reset()
 	c, code, err, commit := wk.appendAll(timestamp.FromTime(now.Add(maxAheadTime)), nowMs, msg == remoteapi.WriteV2MessageType)
@@ -487,6 +488,11 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 		}
 	}
 	return c.WriteResponseStats, code, err
+}
+
+func isExemplarAppender(app storage.AppenderV2) bool {
+	_, ok := app.(storage.ExemplarAppenderV2)
+	return ok
 }
 
 // v1Status is the status Prometheus's 1.0 handler answers an append error
@@ -538,7 +544,14 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		}
 		// The handle lives in the worker: passed to the ExemplarAppender
 		// interface, a local would escape to the heap.
-		wk.h = a.Lookup(s)
+		var err error
+		if wk.h, err = a.Lookup(s); err != nil {
+			// Not reached: Lookup refuses only a series with Err, skipped
+			// above. Should that change, skip the series the same way.
+			c.invalid += len(samples) + len(hists)
+			wk.errs.add(fmt.Errorf("parsing series: %w", err))
+			continue
+		}
 		h := &wk.h
 		if !h.Cached() {
 			// Not a series the receiver has appended to before: validate

@@ -1,0 +1,101 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// FuzzInvalidSeries decodes arbitrary 2.0 requests. For every series with
+// an error (Series.Err) it first makes the pairs decoded before the bad
+// reference a real series, in the head and in the cache, with the valid
+// series of the request beside them; then it resolves the request again
+// through an Appender and an AppenderV1 and checks that each errored
+// series is refused with ErrInvalidSeries (wrapping ErrSymbolRef) and a
+// zero Handle, and matches none of those series. Before Lookup checked
+// Err and Series answered as a series of no labels, Lookup accepted the
+// errored series of every seed in testdata/fuzz/FuzzInvalidSeries; in
+// partial-then-out-of-range it equals, by its hash and pairs, the series
+// {__name__="up"} the first pass cached.
+func FuzzInvalidSeries(f *testing.F) {
+	decFuzzSeeds(f, v2Msg)
+	head := newHead(f)
+	cache := NewCache(CacheOptions{Stripes: 4})
+	ctx := context.Background()
+	ts := int64(0)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var d Decoder
+		if d.Reset(b, v2Msg) != nil {
+			return
+		}
+		defer d.Reset(nil, v2Msg)
+		ts++
+		a := NewAppender(ctx, head, cache, ts)
+		var real []labels.Labels // the series the errored ones must not match
+		for d.Next() {
+			s := d.Series()
+			var ls labels.Labels
+			if s.Err() == nil {
+				ls = s.Labels()
+			} else {
+				ls = s.set.Labels() // what decoded before the bad reference
+			}
+			h, err := a.Lookup(plainSeries{ls})
+			if err != nil {
+				t.Fatalf("Lookup(%s) = %v", ls, err)
+			}
+			// The head refuses empty or repeated names: such labels are
+			// no series to match.
+			if err := a.Append(&h, 0, ts, 1, nil, nil, storage.AOptions{}); err == nil {
+				real = append(real, ls)
+			}
+		}
+		if d.Err() != nil {
+			_ = a.Rollback()
+			return
+		}
+		if err := a.Commit(); err != nil {
+			t.Fatalf("Commit: %v", err)
+		}
+
+		for _, v1 := range []bool{false, true} {
+			_ = d.Reset(b, v2Msg)
+			var lookup func(SeriesLabels) (Handle, error)
+			var rollback func() error
+			if v1 {
+				a := NewAppenderV1(ctx, head, cache, ts)
+				lookup, rollback = a.Lookup, a.Rollback
+			} else {
+				a := NewAppender(ctx, head, cache, ts)
+				lookup, rollback = a.Lookup, a.Rollback
+			}
+			for d.Next() {
+				s := d.Series()
+				serr := s.Err()
+				h, err := lookup(s)
+				if serr == nil {
+					if err != nil {
+						t.Fatalf("v1=%v: Lookup of a valid series = %v", v1, err)
+					}
+					continue
+				}
+				if !errors.Is(err, ErrInvalidSeries) || !errors.Is(err, ErrSymbolRef) {
+					t.Fatalf("v1=%v: Lookup of a series with error %v = %v, want ErrInvalidSeries and ErrSymbolRef", v1, serr, err)
+				}
+				if h.Ref() != 0 || h.Cached() || h.Hash() != 0 || !h.Labels().IsEmpty() {
+					t.Fatalf("v1=%v: Lookup of a series with an error gave Handle{ref %d, cached %v, hash %#x, labels %s}, want a zero Handle", v1, h.Ref(), h.Cached(), h.Hash(), h.Labels())
+				}
+				for _, ls := range real {
+					if s.Equal(ls) {
+						t.Fatalf("v1=%v: Series.Equal(%s) of a series with an error = true", v1, ls)
+					}
+				}
+				decCheckMatchesNothing(t, s)
+			}
+			_ = rollback()
+		}
+	})
+}

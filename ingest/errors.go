@@ -78,12 +78,15 @@ var (
 	ErrMessageType = errors.New("ingest: unsupported remote-write message type")
 )
 
-// Errors of [NewRing].
+// Errors of [NewRing] and [Ring.Replica].
 var (
-	// ErrNotEnoughNodes is returned when a ring has fewer endpoints than its
-	// replication factor. Thanos rejects such a ketama ring when it builds
-	// it; it builds such a hashmod ring but then fails every write with
-	// "insufficient nodes".
+	// ErrNotEnoughNodes is returned by [NewRing] when a ketama ring has fewer
+	// endpoints than its replication factor, which Thanos refuses too, and by
+	// [Ring.Replica] for a replica at or beyond the number of endpoints,
+	// where Thanos's GetN returns its "insufficient nodes" error. Thanos
+	// builds a hashmod ring smaller than its replication factor and fails
+	// every write to it; a receiver that does the same answers 500 Internal
+	// Server Error, as Thanos does.
 	ErrNotEnoughNodes = errors.New("ingest: ring has fewer endpoints than the replication factor")
 
 	// ErrZoneCapacity is returned when the endpoints of a ketama ring span

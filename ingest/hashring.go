@@ -140,8 +140,11 @@ type Ring struct {
 // NewRing returns a ring over endpoints with the settings of opts. Endpoints
 // may be given in any order. It returns an error wrapping
 // [ErrUnknownAlgorithm], [ErrBadEndpoint], [ErrNotEnoughNodes],
-// [ErrZonesHashmod] or [ErrZoneCapacity] if the settings are invalid or the
-// ring cannot place opts.ReplicationFactor replicas of every series. It
+// [ErrZonesHashmod] or [ErrZoneCapacity] if the settings are invalid or a
+// ketama ring cannot place opts.ReplicationFactor replicas of every series.
+// As in Thanos, a hashmod ring may have fewer endpoints than its
+// replication factor, or none: it is built, and the replicas it lacks fail
+// (see [Ring.Replica]); a ketama ring may not ([ErrNotEnoughNodes]). It
 // panics if opts.ReplicationFactor or opts.SectionsPerNode is negative.
 //
 // Building a ketama ring takes time and memory in proportion to the number
@@ -171,9 +174,6 @@ func NewRing(endpoints []Endpoint, opts RingOptions) (*Ring, error) {
 			return nil, fmt.Errorf("building ring: address %q: %w", e.Address, ErrBadEndpoint)
 		}
 	}
-	if len(sorted) < rf {
-		return nil, fmt.Errorf("building ring: %d endpoints, replication factor %d: %w", len(sorted), rf, ErrNotEnoughNodes)
-	}
 	r := &Ring{endpoints: sorted, rf: rf}
 	if opts.Algorithm != RingKetama {
 		for _, e := range sorted {
@@ -181,7 +181,13 @@ func NewRing(endpoints []Endpoint, opts RingOptions) (*Ring, error) {
 				return nil, fmt.Errorf("building ring: endpoint %q has zone %q: %w", e.Address, e.Zone, ErrZonesHashmod)
 			}
 		}
+		// Thanos builds a hashmod ring of any size, even smaller than the
+		// replication factor or empty; only the replicas it lacks fail
+		// (see Replica).
 		return r, nil
+	}
+	if len(sorted) < rf {
+		return nil, fmt.Errorf("building ring: %d endpoints, replication factor %d: %w", len(sorted), rf, ErrNotEnoughNodes)
 	}
 	if uint64(len(sorted))*uint64(sections) >= math.MaxUint32 {
 		// firstPoint holds point indexes as uint32; no real ring comes
@@ -308,9 +314,16 @@ func (r *Ring) buildKetama(sections int) error {
 // Replicas appends to dst the indexes, in [0, [Ring.Len]), of the endpoints
 // that store the series whose routing hash is hash, in replica order: the
 // first is the endpoint Thanos's GetN returns for n = 0, and so on. It
-// appends exactly [Ring.ReplicationFactor] indexes and returns the extended
-// slice. The indexes are distinct but in one case, which Thanos shares: on
-// a hashmod ring, when hash+n overflows for some replica n (hash is one of
+// returns the extended slice.
+//
+// It appends [Ring.ReplicationFactor] indexes, or [Ring.Len] if that is
+// fewer, which only a hashmod ring allows: there Thanos's GetN fails for
+// replicas Len and above (see [Ring.Replica]), and Thanos receive then
+// fails the whole write request. A caller that wants Thanos's behaviour
+// checks the length and fails the request with [ErrNotEnoughNodes].
+//
+// The indexes are distinct but in one case, which Thanos shares: on a
+// hashmod ring, when hash+n overflows for some replica n (hash is one of
 // the top ReplicationFactor-1 values of a uint64), (hash+n) mod N may jump
 // back to an endpoint already taken.
 //
@@ -330,7 +343,7 @@ func (r *Ring) Replicas(hash uint64, dst []int) []int {
 	if n == 0 {
 		return dst
 	}
-	rf := uint64(r.rf)
+	rf := min(uint64(r.rf), n)
 	if hash > math.MaxUint64-(rf-1) {
 		// hash+i wraps around for some replica i, and (hash+i) mod n then
 		// no longer follows from hash mod n: compute each.
@@ -347,6 +360,33 @@ func (r *Ring) Replicas(hash uint64, dst []int) []int {
 		}
 	}
 	return dst
+}
+
+// Replica returns the index, in [0, [Ring.Len]), of the endpoint that
+// stores replica n (from 0) of the series whose routing hash is hash: what
+// Thanos's GetN returns. Like GetN it returns [ErrNotEnoughNodes] when n is
+// not below Len, which only a hashmod ring smaller than its replication
+// factor reaches for n below [Ring.ReplicationFactor]. On a hashmod ring,
+// as in Thanos, any n below Len has a replica; a ketama ring places only
+// ReplicationFactor replicas, and Replica panics for n from
+// ReplicationFactor up to Len, where Thanos's GetN panics too. It panics if
+// n is negative.
+//
+// Replica makes no allocation.
+func (r *Ring) Replica(hash uint64, n int) (int, error) {
+	if n < 0 {
+		panic("ingest: Ring.Replica of a negative replica")
+	}
+	if n >= len(r.endpoints) {
+		return 0, ErrNotEnoughNodes
+	}
+	if r.ketama {
+		if n >= r.rf {
+			panic("ingest: Ring.Replica beyond the replication factor of a ketama ring")
+		}
+		return int(r.owners[r.search(hash)*r.rf+n]), nil
+	}
+	return int((hash + uint64(n)) % uint64(len(r.endpoints))), nil
 }
 
 // ringBucketLog sets the size of the index that narrows a ketama search:

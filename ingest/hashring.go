@@ -78,16 +78,18 @@ type RingOptions struct {
 // sections per node, every series is placed on the same endpoints in the
 // same replica order.
 //
-// The routing hash is xxhash64 over "tenant 0xff name 0xff value 0xff ..."
-// of the series' labels sorted by name, which is what Thanos receive hashes
-// (labelpb.HashWithPrefix with the tenant as prefix). The labels package
-// computes it: labels.TenantHash for a label set, or labels.Builder in the
-// same pass as the Prometheus hash. Thanos hashes the series again for each
-// replica, always the same bytes; a Ring takes the hash once and returns all
-// replicas from it. (Thanos hashes the labels in the order the request
-// holds them. Remote write requires them sorted, and Thanos's TSDB writer
-// rejects a series whose labels are not, after routing it by that other
-// hash.)
+// The routing hash is what Thanos receive hashes, labelpb.HashWithPrefix
+// with the tenant as prefix: xxhash64 over "tenant 0xff name 0xff value
+// 0xff ..." of the series' labels in the order the request holds them.
+// [Series.ThanosHash] computes exactly that in the decoder's pass, and
+// labels.Builder.ThanosHash from pairs. [Series.TenantHash],
+// labels.Builder.TenantHash and labels.TenantHash hash the labels sorted by
+// name instead; the two differ only for a series whose labels the request
+// holds out of order, which remote write forbids and Thanos's TSDB writer
+// rejects, but only after routing it by the request-order hash, so a
+// receiver that forwards such series as Thanos does routes by ThanosHash.
+// Thanos hashes the series again for each replica, always the same bytes; a
+// Ring takes the hash once and returns all replicas from it.
 //
 // Placement, with the endpoints sorted by address (byte-wise) and numbered
 // from 0 in that order, whatever order they were given in:

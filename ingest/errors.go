@@ -111,6 +111,28 @@ var (
 	ErrUnknownAlgorithm = errors.New("ingest: unknown ring algorithm")
 )
 
+// Errors of [ParseHashrings], [NewHashrings] and [Hashrings.Ring].
+var (
+	// ErrHashringsConfig is returned when a hashrings file is not a
+	// non-empty JSON array of hashrings, an endpoint has no address, a
+	// hashring has an unknown tenant matcher or a malformed glob pattern,
+	// or asks for shuffle sharding without ketama or with a shard larger
+	// than its endpoints. A receiver keeps its previous hashrings, as
+	// Thanos does when a reload fails.
+	ErrHashringsConfig = errors.New("ingest: invalid hashrings configuration")
+
+	// ErrNoHashring is returned by [Hashrings.Ring] when no hashring takes
+	// the tenant: Thanos's "no matching hashring to handle tenant". A
+	// receiver answers 500 Internal Server Error, as Thanos does.
+	ErrNoHashring = errors.New("ingest: no matching hashring to handle tenant")
+
+	// ErrShardSize is returned by [Hashrings.Ring] when a zone of a
+	// shuffle-sharded hashring has fewer endpoints than the tenant's shard
+	// takes from it, where Thanos fails the write too. A receiver answers
+	// 500 Internal Server Error, as Thanos does.
+	ErrShardSize = errors.New("ingest: shard size larger than the endpoints of a zone")
+)
+
 // ErrTrackerOptions is returned by [NewTracker] when its options are
 // invalid: too many stripes or custom trackers, or a custom tracker without
 // a name, with a name used twice, or without matchers.

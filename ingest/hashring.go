@@ -49,6 +49,11 @@ type Endpoint struct {
 	// spreads replicas over zones; hashmod accepts no zones. When any
 	// endpoint has a zone, the empty zone counts as one more zone.
 	Zone string
+
+	// CapNProtoAddress is the endpoint's "capnproto_address" in a Thanos
+	// hashrings file, where Thanos receive takes Cap'n Proto replication.
+	// Placement does not use it.
+	CapNProtoAddress string
 }
 
 // RingOptions are the settings of a [Ring]. The zero value of each field

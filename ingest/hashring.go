@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"math/bits"
 	"slices"
@@ -445,6 +446,35 @@ func (r *Ring) Len() int { return len(r.endpoints) }
 // Endpoint returns endpoint i, in [0, [Ring.Len]), of the endpoints sorted
 // by address: the endpoint an index from [Ring.Replicas] stands for.
 func (r *Ring) Endpoint(i int) Endpoint { return r.endpoints[i] }
+
+// Algorithm returns the ring's placement algorithm, [RingHashmod] or
+// [RingKetama].
+func (r *Ring) Algorithm() RingAlgorithm {
+	if r.ketama {
+		return RingKetama
+	}
+	return RingHashmod
+}
+
+// Sections returns the points of a ketama ring in ascending order of hash,
+// each with the index, in [0, [Ring.Len]), of its endpoint: the sections of
+// Thanos's ketama hashring (their hash and endpoint), which wrappers that
+// pick endpoints by position on the circle walk, as Thanos's shuffle
+// sharding does ([Hashrings] does it from them). Points with equal hashes,
+// which only an xxhash collision gives, come in address order. A hashmod
+// ring has no points.
+//
+// Iterating makes no allocation.
+func (r *Ring) Sections() iter.Seq2[uint64, int] {
+	return func(yield func(uint64, int) bool) {
+		for i, p := range r.points {
+			// The walk from a point takes the point's own endpoint first.
+			if !yield(p, int(r.owners[i*r.rf])) {
+				return
+			}
+		}
+	}
+}
 
 // ReplicationFactor returns how many endpoints [Ring.Replicas] appends.
 func (r *Ring) ReplicationFactor() int { return r.rf }

@@ -91,13 +91,10 @@ func newShuffleShard(base *Ring, cfg ShuffleShardingConfig) *shuffleShard {
 		}
 		s.zones[idx[z]].endpoints++
 	}
-	// The first replica of the walk that starts at a point is the point's
-	// own endpoint.
-	for i, p := range base.points {
-		e := base.owners[i*base.rf]
+	for p, e := range base.Sections() {
 		z := &s.zones[idx[zoneOf(base.endpoints[e])]]
 		z.points = append(z.points, p)
-		z.owners = append(z.owners, e)
+		z.owners = append(z.owners, uint32(e))
 	}
 	slices.SortFunc(s.zones, func(a, b shuffleZone) int {
 		if a.name < b.name {

@@ -803,3 +803,33 @@ func TestRingReplicasAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestRingSections checks Sections against the reference's sections: every
+// point, in order, with its endpoint; none for hashmod; and Algorithm.
+func TestRingSections(t *testing.T) {
+	eps := ringEndpoints("c", "a", "d", "b")
+	opts := RingOptions{Algorithm: RingKetama, ReplicationFactor: 2, SectionsPerNode: 50}
+	r := mustRing(t, eps, opts)
+	ref := mustThanos(t, eps, opts)
+	i := 0
+	for hash, e := range r.Sections() {
+		s := ref.sections[i]
+		if hash != s.hash || r.Endpoint(e).Address != eps[s.endpoint].Address {
+			t.Fatalf("section %d = %#x, %s, reference %#x, %s", i, hash, r.Endpoint(e).Address, s.hash, eps[s.endpoint].Address)
+		}
+		i++
+	}
+	if i != len(ref.sections) {
+		t.Fatalf("Sections yielded %d points, want %d", i, len(ref.sections))
+	}
+	for range r.Sections() {
+		break // stopping early must not panic
+	}
+	h := mustRing(t, eps, RingOptions{})
+	for range h.Sections() {
+		t.Fatal("hashmod ring has sections")
+	}
+	if r.Algorithm() != RingKetama || h.Algorithm() != RingHashmod {
+		t.Errorf("Algorithm() = %s, %s, want ketama, hashmod", r.Algorithm(), h.Algorithm())
+	}
+}

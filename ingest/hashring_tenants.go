@@ -187,7 +187,12 @@ type HashringsOptions struct {
 // Hashrings finds it again on each call instead (a map lookup for exact
 // tenants, [path.Match] per pattern for globs), with the same result, and
 // keeps only shuffle-sharded rings, in a cache bounded by
-// [ShuffleShardingConfig.CacheSize].
+// [ShuffleShardingConfig.CacheSize]. Memory: the rings, and up to
+// CacheSize tenant rings per shuffle-sharded hashring (see [Ring]).
+//
+// A Hashrings is immutable, but for that cache: to change the hashrings,
+// build a new one, as Thanos does on each reload of the file. The zero
+// Hashrings routes no tenant.
 //
 // A Hashrings is safe for concurrent use by multiple goroutines.
 type Hashrings struct {

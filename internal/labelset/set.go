@@ -31,7 +31,8 @@ type pair struct {
 // added. If one arrives out of order, the Set sorts the pairs (by name, then
 // value, so that repeated names, which are invalid, still give one result
 // whatever their arrival order) and hashes them again on the next call that
-// needs the hash. Empty values and repeated names are kept, as
+// needs the hash. The tenant hash is also kept in arrival order, which is
+// what Thanos routes by ([Set.ArrivalTenantHash]). Empty values and repeated names are kept, as
 // labels.ScratchBuilder keeps them; validating them is the appender's job.
 //
 // The zero value is ready to use; reuse one with Reset. A Set is not safe for

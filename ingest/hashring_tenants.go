@@ -145,6 +145,16 @@ func (e *Endpoint) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// MarshalJSON encodes e as an endpoint object of a Thanos hashrings file,
+// with "address", "az" and "capnproto_address", as Thanos encodes it.
+func (e Endpoint) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Address          string `json:"address"`
+		CapNProtoAddress string `json:"capnproto_address"`
+		AZ               string `json:"az"`
+	}{e.Address, e.CapNProtoAddress, e.Zone})
+}
+
 // ParseHashrings parses a Thanos receive hashrings file: a JSON array of
 // [HashringConfig]. Unknown fields are ignored, as Thanos ignores them. It
 // returns an error wrapping [ErrHashringsConfig] if data is not such an

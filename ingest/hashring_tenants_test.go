@@ -1,7 +1,9 @@
 package ingest
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
 	"strconv"
 	"sync"
@@ -82,6 +84,15 @@ func TestParseHashrings(t *testing.T) {
 		} else if !slices.Equal(got, tc.want) {
 			t.Errorf("Ring(%q) endpoints = %q, want %q", tc.tenant, got, tc.want)
 		}
+	}
+	// A file written back reads the same.
+	out, err := json.Marshal(cfg)
+	if err != nil {
+		t.Fatalf("Marshal: %v", err)
+	}
+	again, err := ParseHashrings(out)
+	if err != nil || !reflect.DeepEqual(again, cfg) {
+		t.Errorf("ParseHashrings(Marshal(cfg)) = %+v, %v, want %+v", again, err, cfg)
 	}
 	var addrs []string
 	for _, e := range h.Endpoints() {

@@ -434,8 +434,9 @@ func (s *Series) Hash() uint64 {
 // tenant given to [Decoder.SetTenant]: xxhash over "tenant 0xff name 0xff
 // value 0xff ..." of the series' labels sorted by name, the same in every
 // labels build, computed in the same pass as [Series.Hash]. It is what
-// [Ring.Replicas] takes. It panics if the Decoder was given no tenant, and
-// returns 0 for a series with an error ([Series.Err]).
+// [Ring.Replicas] takes. It equals [Series.ThanosHash] unless the request
+// holds the series' labels out of order. It panics if the Decoder was
+// given no tenant, and returns 0 for a series with an error ([Series.Err]).
 //
 // TenantHash makes no allocation.
 func (s *Series) TenantHash() uint64 {
@@ -446,6 +447,27 @@ func (s *Series) TenantHash() uint64 {
 		return 0
 	}
 	return s.set.TenantHash()
+}
+
+// ThanosHash returns exactly the routing hash of Thanos receive for the
+// tenant given to [Decoder.SetTenant]: labelpb.HashWithPrefix, xxhash over
+// "tenant 0xff name 0xff value 0xff ..." of the series' labels in the order
+// the request holds them (for 2.0, the order of its label references),
+// computed in the same pass as [Series.Hash]. When the request holds them
+// sorted by name, as remote write requires, it equals [Series.TenantHash];
+// a receiver that must place unsorted series where Thanos receive places
+// them routes by ThanosHash. It panics if the Decoder was given no tenant,
+// and returns 0 for a series with an error ([Series.Err]).
+//
+// ThanosHash makes no allocation.
+func (s *Series) ThanosHash() uint64 {
+	if !s.withTenant {
+		panic("ingest: Series.ThanosHash without Decoder.SetTenant")
+	}
+	if s.err != nil {
+		return 0
+	}
+	return s.set.ArrivalTenantHash()
 }
 
 // Equal reports whether the series' labels are exactly ls. A caller that

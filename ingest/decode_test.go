@@ -205,6 +205,14 @@ func decCheckMatchesNothing(tb testing.TB, s *Series) {
 	if h := s.Hash(); h != 0 {
 		tb.Fatalf("Series.Hash() of a series with an error = %#x, want 0", h)
 	}
+	if s.withTenant {
+		if h := s.TenantHash(); h != 0 {
+			tb.Fatalf("Series.TenantHash() of a series with an error = %#x, want 0", h)
+		}
+		if h := s.ThanosHash(); h != 0 {
+			tb.Fatalf("Series.ThanosHash() of a series with an error = %#x, want 0", h)
+		}
+	}
 	if ls := s.Labels(); !ls.IsEmpty() {
 		tb.Fatalf("Series.Labels() of a series with an error = %s, want {}", ls)
 	}

@@ -8,17 +8,19 @@
 // the head. Only a new series has its labels built, once. The same hash
 // feeds an active-series tracker ([Tracker], exported to Prometheus with
 // Mimir's metric names by [TrackerCollector]) and, with the tenant, a
-// Thanos-compatible hashring ([Ring]). Everything takes and returns
+// Thanos-compatible hashring ([Ring]), with the tenant routing and shuffle
+// sharding of a Thanos hashrings file ([Hashrings]). Everything takes and returns
 // Prometheus's own types: storage.AppenderV2 and storage.Appender,
 // labels.Labels, storage.SeriesRef, histogram and exemplar values, and
 // Prometheus's error values pass through unchanged.
 //
-// Concurrency: [Cache], [Tracker], [Ring] and [BodyReader] are safe for
-// concurrent use and meant to be shared (one cache per TSDB or tenant: an
-// appender binds its cache to the storage it opens its transaction on, and
-// a cache given another storage starts empty); a [Decoder], an [Appender]
-// and the views they hand out are for one goroutine at a time, and are
-// reused across requests. Allocations: in the steady state, reading
+// Concurrency: [Cache], [Tracker], [Ring], [Hashrings] and [BodyReader]
+// are safe for concurrent use and meant to be shared (one cache per TSDB or
+// tenant: an appender binds its cache to the storage it opens its
+// transaction on, and a cache given another storage starts empty); a
+// [Decoder], an [Appender] and the views they hand out are for one
+// goroutine at a time, and are reused across requests. Allocations: in the
+// steady state, reading
 // a body with a known length into a pooled buffer, decoding a float series
 // and resolving and appending it make none of their own; histograms and
 // exemplars are allocated because the TSDB keeps them.

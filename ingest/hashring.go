@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"math/bits"
 	"slices"
@@ -49,6 +50,11 @@ type Endpoint struct {
 	// spreads replicas over zones; hashmod accepts no zones. When any
 	// endpoint has a zone, the empty zone counts as one more zone.
 	Zone string
+
+	// CapNProtoAddress is the endpoint's "capnproto_address" in a Thanos
+	// hashrings file, where Thanos receive takes Cap'n Proto replication.
+	// Placement does not use it.
+	CapNProtoAddress string
 }
 
 // RingOptions are the settings of a [Ring]. The zero value of each field
@@ -78,16 +84,18 @@ type RingOptions struct {
 // sections per node, every series is placed on the same endpoints in the
 // same replica order.
 //
-// The routing hash is xxhash64 over "tenant 0xff name 0xff value 0xff ..."
-// of the series' labels sorted by name, which is what Thanos receive hashes
-// (labelpb.HashWithPrefix with the tenant as prefix). The labels package
-// computes it: labels.TenantHash for a label set, or labels.Builder in the
-// same pass as the Prometheus hash. Thanos hashes the series again for each
-// replica, always the same bytes; a Ring takes the hash once and returns all
-// replicas from it. (Thanos hashes the labels in the order the request
-// holds them. Remote write requires them sorted, and Thanos's TSDB writer
-// rejects a series whose labels are not, after routing it by that other
-// hash.)
+// The routing hash is what Thanos receive hashes, labelpb.HashWithPrefix
+// with the tenant as prefix: xxhash64 over "tenant 0xff name 0xff value
+// 0xff ..." of the series' labels in the order the request holds them.
+// [Series.ThanosHash] computes exactly that in the decoder's pass, and
+// labels.Builder.ThanosHash from pairs. [Series.TenantHash],
+// labels.Builder.TenantHash and labels.TenantHash hash the labels sorted by
+// name instead; the two differ only for a series whose labels the request
+// holds out of order, which remote write forbids and Thanos's TSDB writer
+// rejects, but only after routing it by the request-order hash, so a
+// receiver that forwards such series as Thanos does routes by ThanosHash.
+// Thanos hashes the series again for each replica, always the same bytes; a
+// Ring takes the hash once and returns all replicas from it.
 //
 // Placement, with the endpoints sorted by address (byte-wise) and numbered
 // from 0 in that order, whatever order they were given in:
@@ -140,8 +148,11 @@ type Ring struct {
 // NewRing returns a ring over endpoints with the settings of opts. Endpoints
 // may be given in any order. It returns an error wrapping
 // [ErrUnknownAlgorithm], [ErrBadEndpoint], [ErrNotEnoughNodes],
-// [ErrZonesHashmod] or [ErrZoneCapacity] if the settings are invalid or the
-// ring cannot place opts.ReplicationFactor replicas of every series. It
+// [ErrZonesHashmod] or [ErrZoneCapacity] if the settings are invalid or a
+// ketama ring cannot place opts.ReplicationFactor replicas of every series.
+// As in Thanos, a hashmod ring may have fewer endpoints than its
+// replication factor, or none: it is built, and the replicas it lacks fail
+// (see [Ring.Replica]); a ketama ring may not ([ErrNotEnoughNodes]). It
 // panics if opts.ReplicationFactor or opts.SectionsPerNode is negative.
 //
 // Building a ketama ring takes time and memory in proportion to the number
@@ -171,9 +182,6 @@ func NewRing(endpoints []Endpoint, opts RingOptions) (*Ring, error) {
 			return nil, fmt.Errorf("building ring: address %q: %w", e.Address, ErrBadEndpoint)
 		}
 	}
-	if len(sorted) < rf {
-		return nil, fmt.Errorf("building ring: %d endpoints, replication factor %d: %w", len(sorted), rf, ErrNotEnoughNodes)
-	}
 	r := &Ring{endpoints: sorted, rf: rf}
 	if opts.Algorithm != RingKetama {
 		for _, e := range sorted {
@@ -181,7 +189,13 @@ func NewRing(endpoints []Endpoint, opts RingOptions) (*Ring, error) {
 				return nil, fmt.Errorf("building ring: endpoint %q has zone %q: %w", e.Address, e.Zone, ErrZonesHashmod)
 			}
 		}
+		// Thanos builds a hashmod ring of any size, even smaller than the
+		// replication factor or empty; only the replicas it lacks fail
+		// (see Replica).
 		return r, nil
+	}
+	if len(sorted) < rf {
+		return nil, fmt.Errorf("building ring: %d endpoints, replication factor %d: %w", len(sorted), rf, ErrNotEnoughNodes)
 	}
 	if uint64(len(sorted))*uint64(sections) >= math.MaxUint32 {
 		// firstPoint holds point indexes as uint32; no real ring comes
@@ -308,9 +322,16 @@ func (r *Ring) buildKetama(sections int) error {
 // Replicas appends to dst the indexes, in [0, [Ring.Len]), of the endpoints
 // that store the series whose routing hash is hash, in replica order: the
 // first is the endpoint Thanos's GetN returns for n = 0, and so on. It
-// appends exactly [Ring.ReplicationFactor] indexes and returns the extended
-// slice. The indexes are distinct but in one case, which Thanos shares: on
-// a hashmod ring, when hash+n overflows for some replica n (hash is one of
+// returns the extended slice.
+//
+// It appends [Ring.ReplicationFactor] indexes, or [Ring.Len] if that is
+// fewer, which only a hashmod ring allows: there Thanos's GetN fails for
+// replicas Len and above (see [Ring.Replica]), and Thanos receive then
+// fails the whole write request. A caller that wants Thanos's behaviour
+// checks the length and fails the request with [ErrNotEnoughNodes].
+//
+// The indexes are distinct but in one case, which Thanos shares: on a
+// hashmod ring, when hash+n overflows for some replica n (hash is one of
 // the top ReplicationFactor-1 values of a uint64), (hash+n) mod N may jump
 // back to an endpoint already taken.
 //
@@ -330,7 +351,7 @@ func (r *Ring) Replicas(hash uint64, dst []int) []int {
 	if n == 0 {
 		return dst
 	}
-	rf := uint64(r.rf)
+	rf := min(uint64(r.rf), n)
 	if hash > math.MaxUint64-(rf-1) {
 		// hash+i wraps around for some replica i, and (hash+i) mod n then
 		// no longer follows from hash mod n: compute each.
@@ -347,6 +368,33 @@ func (r *Ring) Replicas(hash uint64, dst []int) []int {
 		}
 	}
 	return dst
+}
+
+// Replica returns the index, in [0, [Ring.Len]), of the endpoint that
+// stores replica n (from 0) of the series whose routing hash is hash: what
+// Thanos's GetN returns. Like GetN it returns [ErrNotEnoughNodes] when n is
+// not below Len, which only a hashmod ring smaller than its replication
+// factor reaches for n below [Ring.ReplicationFactor]. On a hashmod ring,
+// as in Thanos, any n below Len has a replica; a ketama ring places only
+// ReplicationFactor replicas, and Replica panics for n from
+// ReplicationFactor up to Len, where Thanos's GetN panics too. It panics if
+// n is negative.
+//
+// Replica makes no allocation.
+func (r *Ring) Replica(hash uint64, n int) (int, error) {
+	if n < 0 {
+		panic("ingest: Ring.Replica of a negative replica")
+	}
+	if n >= len(r.endpoints) {
+		return 0, ErrNotEnoughNodes
+	}
+	if r.ketama {
+		if n >= r.rf {
+			panic("ingest: Ring.Replica beyond the replication factor of a ketama ring")
+		}
+		return int(r.owners[r.search(hash)*r.rf+n]), nil
+	}
+	return int((hash + uint64(n)) % uint64(len(r.endpoints))), nil
 }
 
 // ringBucketLog sets the size of the index that narrows a ketama search:
@@ -398,6 +446,35 @@ func (r *Ring) Len() int { return len(r.endpoints) }
 // Endpoint returns endpoint i, in [0, [Ring.Len]), of the endpoints sorted
 // by address: the endpoint an index from [Ring.Replicas] stands for.
 func (r *Ring) Endpoint(i int) Endpoint { return r.endpoints[i] }
+
+// Algorithm returns the ring's placement algorithm, [RingHashmod] or
+// [RingKetama].
+func (r *Ring) Algorithm() RingAlgorithm {
+	if r.ketama {
+		return RingKetama
+	}
+	return RingHashmod
+}
+
+// Sections returns the points of a ketama ring in ascending order of hash,
+// each with the index, in [0, [Ring.Len]), of its endpoint: the sections of
+// Thanos's ketama hashring (their hash and endpoint), which wrappers that
+// pick endpoints by position on the circle walk, as Thanos's shuffle
+// sharding does ([Hashrings] does it from them). Points with equal hashes,
+// which only an xxhash collision gives, come in address order. A hashmod
+// ring has no points.
+//
+// Iterating makes no allocation.
+func (r *Ring) Sections() iter.Seq2[uint64, int] {
+	return func(yield func(uint64, int) bool) {
+		for i, p := range r.points {
+			// The walk from a point takes the point's own endpoint first.
+			if !yield(p, int(r.owners[i*r.rf])) {
+				return
+			}
+		}
+	}
+}
 
 // ReplicationFactor returns how many endpoints [Ring.Replicas] appends.
 func (r *Ring) ReplicationFactor() int { return r.rf }

@@ -70,7 +70,7 @@ func ExampleRing() {
 	replicas := make([]int, 0, ring.ReplicationFactor())
 	for d.Next() {
 		s := d.Series()
-		replicas = ring.Replicas(s.TenantHash(), replicas[:0])
+		replicas = ring.Replicas(s.ThanosHash(), replicas[:0])
 		var addrs []string
 		for _, i := range replicas {
 			addr := ring.Endpoint(i).Address
@@ -121,4 +121,64 @@ func ExampleRing() {
 	// series in own head: 1
 	// peers to forward to: 5
 	// true
+}
+
+// A Thanos receive fork loading its hashrings file: team-a has its own
+// receivers, the batch-* tenants a shuffle-sharded ketama hashring (two
+// receivers each, out of four), everyone else the default hashring, which
+// has one receiver for a replication factor of two. Each tenant's ring
+// places its series from the decoder's routing hash, as Thanos does.
+func ExampleHashrings() {
+	file := []byte(`[
+	  {"hashring": "team-a", "tenants": ["team-a"], "endpoints": ["recv-a0:10901", "recv-a1:10901"]},
+	  {"hashring": "batch", "tenants": ["batch-*"], "tenant_matcher_type": "glob", "algorithm": "ketama",
+	   "endpoints": ["recv-b0:10901", "recv-b1:10901", "recv-b2:10901", "recv-b3:10901"],
+	   "shuffle_sharding_config": {"shard_size": 2}},
+	  {"hashring": "default", "endpoints": ["recv-d0:10901"]}
+	]`)
+	cfg, err := ingest.ParseHashrings(file)
+	if err != nil {
+		panic(err)
+	}
+	rings, err := ingest.NewHashrings(cfg, ingest.HashringsOptions{ReplicationFactor: 2})
+	if err != nil {
+		panic(err)
+	}
+	req := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
+		Labels:  []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "api"}},
+		Samples: []prompb.Sample{{Value: 1, Timestamp: 1000}},
+	}}}
+	buf, err := req.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	var d ingest.Decoder
+	for _, tenant := range []string{"team-a", "batch-1", "batch-2", "other"} {
+		ring, err := rings.Ring(tenant)
+		if err != nil {
+			panic(err)
+		}
+		d.SetTenant(tenant)
+		if err := d.Reset(buf, remoteapi.WriteV1MessageType); err != nil {
+			panic(err)
+		}
+		for d.Next() {
+			replicas := ring.Replicas(d.Series().ThanosHash(), nil)
+			var addrs []string
+			for _, i := range replicas {
+				addrs = append(addrs, strings.TrimSuffix(ring.Endpoint(i).Address, ":10901"))
+			}
+			if len(replicas) < ring.ReplicationFactor() {
+				// Thanos fails the write: it has no second replica.
+				fmt.Println(tenant, "->", strings.Join(addrs, ", "), "and", ingest.ErrNotEnoughNodes)
+				continue
+			}
+			fmt.Println(tenant, "->", strings.Join(addrs, ", "))
+		}
+	}
+	// Output:
+	// team-a -> recv-a0, recv-a1
+	// batch-1 -> recv-b0, recv-b2
+	// batch-2 -> recv-b1, recv-b3
+	// other -> recv-d0 and ingest: ring has fewer endpoints than the replication factor
 }

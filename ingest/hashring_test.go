@@ -387,9 +387,15 @@ func TestRingDifferential(t *testing.T) {
 			zones = rng.IntN(6)
 		}
 		eps := ringRandEndpoints(rng, 1+rng.IntN(12), zones)
+		rf := 1 + rng.IntN(len(eps))
+		if algo == RingHashmod {
+			// Thanos builds hashmod rings smaller than their replication
+			// factor.
+			rf = 1 + rng.IntN(len(eps)+2)
+		}
 		opts := RingOptions{
 			Algorithm:         algo,
-			ReplicationFactor: 1 + rng.IntN(len(eps)),
+			ReplicationFactor: rf,
 			SectionsPerNode:   []int{1, 2, 3, 10, 50, 200, 1000}[rng.IntN(7)],
 		}
 		r, err := NewRing(eps, opts)
@@ -424,13 +430,20 @@ func TestRingDifferential(t *testing.T) {
 		var dst []int
 		for _, h := range hashes {
 			dst = r.Replicas(h, dst[:0])
-			if len(dst) != opts.ReplicationFactor {
-				t.Fatalf("len(Replicas(%#x)) = %d, want %d", h, len(dst), opts.ReplicationFactor)
+			if want := min(opts.ReplicationFactor, len(eps)); len(dst) != want {
+				t.Fatalf("len(Replicas(%#x)) = %d, want %d", h, len(dst), want)
 			}
-			for n, e := range dst {
-				want, err := ref.getNHash(h, uint64(n))
-				if err != nil || r.Endpoint(e).Address != want {
-					t.Fatalf("ring %d %v %+v: Replicas(%#x)[%d] = %s, reference %s, %v", i, eps, opts, h, n, r.Endpoint(e).Address, want, err)
+			for n := range opts.ReplicationFactor {
+				want, refErr := ref.getNHash(h, uint64(n))
+				e, err := r.Replica(h, n)
+				if refErr != nil {
+					if !errors.Is(err, ErrNotEnoughNodes) || n < len(dst) {
+						t.Fatalf("ring %d %v %+v: Replica(%#x, %d) = %d, %v, reference %v", i, eps, opts, h, n, e, err, refErr)
+					}
+					continue
+				}
+				if err != nil || e != dst[n] || r.Endpoint(e).Address != want {
+					t.Fatalf("ring %d %v %+v: Replicas(%#x)[%d], Replica = %s, %d, %v, reference %s", i, eps, opts, h, n, r.Endpoint(dst[n]).Address, e, err, want)
 				}
 				checked++
 			}
@@ -661,9 +674,7 @@ func TestRingErrors(t *testing.T) {
 		opts RingOptions
 		want error
 	}{
-		{"no endpoints", nil, RingOptions{}, ErrNotEnoughNodes},
 		{"no endpoints ketama", nil, RingOptions{Algorithm: RingKetama}, ErrNotEnoughNodes},
-		{"rf above endpoints", ringEndpoints("a", "b"), RingOptions{ReplicationFactor: 3}, ErrNotEnoughNodes},
 		{"rf above endpoints ketama", ringEndpoints("a", "b"), RingOptions{Algorithm: RingKetama, ReplicationFactor: 3}, ErrNotEnoughNodes},
 		{"hashmod with zones", []Endpoint{{Address: "a", Zone: "z"}}, RingOptions{}, ErrZonesHashmod},
 		{"repeated address", ringEndpoints("a", "b", "a"), RingOptions{Algorithm: RingKetama}, ErrBadEndpoint},
@@ -688,6 +699,51 @@ func TestRingErrors(t *testing.T) {
 			}()
 			_, _ = NewRing(ringEndpoints("a"), opts)
 		}()
+	}
+}
+
+// TestRingHashmodSmall checks Thanos's hashmod rings with fewer endpoints
+// than the replication factor, none included: Thanos builds them
+// (TestHashringGet builds one of one endpoint for three replicas), GetN
+// answers replicas below the endpoint count and fails the others with
+// "insufficient nodes", and Replicas returns the replicas that exist.
+func TestRingHashmodSmall(t *testing.T) {
+	for _, tc := range []struct {
+		n, rf int
+		hash  uint64
+		want  []int
+	}{
+		{0, 1, 5, nil},
+		{0, 3, 5, nil},
+		{1, 3, 5, []int{0}},
+		{2, 3, 5, []int{1, 0}},
+		{2, 3, math.MaxUint64, []int{1, 0}},
+		{3, 5, 7, []int{1, 2, 0}},
+	} {
+		t.Run(fmt.Sprintf("endpoints=%d/rf=%d", tc.n, tc.rf), func(t *testing.T) {
+			eps := ringEndpoints("a", "b", "c")[:tc.n]
+			r := mustRing(t, eps, RingOptions{ReplicationFactor: tc.rf})
+			ref := mustThanos(t, eps, RingOptions{})
+			if got := r.Replicas(tc.hash, nil); !slices.Equal(got, tc.want) {
+				t.Errorf("Replicas(%d) = %v, want %v", tc.hash, got, tc.want)
+			}
+			if r.ReplicationFactor() != tc.rf || r.Len() != tc.n {
+				t.Errorf("ReplicationFactor, Len = %d, %d, want %d, %d", r.ReplicationFactor(), r.Len(), tc.rf, tc.n)
+			}
+			for n := range tc.rf + 1 {
+				e, err := r.Replica(tc.hash, n)
+				want, refErr := ref.getNHash(tc.hash, uint64(n))
+				if n >= tc.n {
+					if !errors.Is(err, ErrNotEnoughNodes) || refErr == nil {
+						t.Errorf("Replica(%d, %d) = %d, %v, want ErrNotEnoughNodes; reference %v", tc.hash, n, e, err, refErr)
+					}
+					continue
+				}
+				if err != nil || eps[e].Address != want {
+					t.Errorf("Replica(%d, %d) = %d, %v, reference %s, %v", tc.hash, n, e, err, want, refErr)
+				}
+			}
+		})
 	}
 }
 
@@ -725,8 +781,8 @@ func TestRingBoundaries(t *testing.T) {
 	}
 }
 
-// TestRingReplicasAllocs asserts the allocation contract of Replicas: none
-// when dst has room.
+// TestRingReplicasAllocs asserts the allocation contracts of Replicas, none
+// when dst has room, and of Replica, none.
 func TestRingReplicasAllocs(t *testing.T) {
 	eps := ringEndpoints("a", "b", "c", "d", "e", "f")
 	hashes := ringMovementSeries(64)
@@ -737,10 +793,43 @@ func TestRingReplicasAllocs(t *testing.T) {
 		allocs := testing.AllocsPerRun(1000, func() {
 			dst = r.Replicas(hashes[i%len(hashes)], dst[:0])
 			dst = r.Replicas(math.MaxUint64, dst[:0])
+			if _, err := r.Replica(hashes[i%len(hashes)], 2); err != nil {
+				t.Fatal(err)
+			}
 			i++
 		})
 		if allocs != 0 {
 			t.Errorf("%s: Replicas allocates %v times per run, want 0", algo, allocs)
 		}
+	}
+}
+
+// TestRingSections checks Sections against the reference's sections: every
+// point, in order, with its endpoint; none for hashmod; and Algorithm.
+func TestRingSections(t *testing.T) {
+	eps := ringEndpoints("c", "a", "d", "b")
+	opts := RingOptions{Algorithm: RingKetama, ReplicationFactor: 2, SectionsPerNode: 50}
+	r := mustRing(t, eps, opts)
+	ref := mustThanos(t, eps, opts)
+	i := 0
+	for hash, e := range r.Sections() {
+		s := ref.sections[i]
+		if hash != s.hash || r.Endpoint(e).Address != eps[s.endpoint].Address {
+			t.Fatalf("section %d = %#x, %s, reference %#x, %s", i, hash, r.Endpoint(e).Address, s.hash, eps[s.endpoint].Address)
+		}
+		i++
+	}
+	if i != len(ref.sections) {
+		t.Fatalf("Sections yielded %d points, want %d", i, len(ref.sections))
+	}
+	for range r.Sections() {
+		break // stopping early must not panic
+	}
+	h := mustRing(t, eps, RingOptions{})
+	for range h.Sections() {
+		t.Fatal("hashmod ring has sections")
+	}
+	if r.Algorithm() != RingKetama || h.Algorithm() != RingHashmod {
+		t.Errorf("Algorithm() = %s, %s, want ketama, hashmod", r.Algorithm(), h.Algorithm())
 	}
 }

@@ -79,15 +79,34 @@ func (b *Builder) Hash() uint64 { return b.s.Hash() }
 
 // TenantHash returns the Thanos hashring's hash of the pairs for the tenant
 // given to [Builder.ResetTenant]: xxhash over "tenant 0xff name 0xff value
-// 0xff ..." of the sorted pairs. It panics if the Builder was not reset with a
-// tenant.
+// 0xff ..." of the sorted pairs. It equals [Builder.ThanosHash], which Thanos
+// receive routes by, when the pairs were added sorted by name. It panics if
+// the Builder was not reset with a tenant.
 //
-// TenantHash makes no allocation when the pairs arrived sorted.
+// TenantHash makes no allocation. When the pairs were not added sorted it
+// hashes them again, once.
 func (b *Builder) TenantHash() uint64 {
 	if !b.s.HasTenant() {
 		panic("labels: TenantHash without ResetTenant")
 	}
 	return b.s.TenantHash()
+}
+
+// ThanosHash returns exactly the hash Thanos receive's hashring routes a
+// series by, labelpb.HashWithPrefix(tenant, labels): xxhash over "tenant
+// 0xff name 0xff value 0xff ..." of the pairs in the order they were added,
+// for the tenant given to [Builder.ResetTenant]. Thanos hashes the labels in
+// the order the request holds them, unsorted if they are; when the pairs
+// were added sorted by name (remote write requires it) it equals
+// [Builder.TenantHash]. It is computed in the same pass as [Builder.Hash].
+// It panics if the Builder was not reset with a tenant.
+//
+// ThanosHash makes no allocation.
+func (b *Builder) ThanosHash() uint64 {
+	if !b.s.HasTenant() {
+		panic("labels: ThanosHash without ResetTenant")
+	}
+	return b.s.ArrivalTenantHash()
 }
 
 // Equal reports whether the pairs, sorted by name, are exactly the labels of

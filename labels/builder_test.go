@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -249,6 +250,14 @@ func TestBuilderAllocs(t *testing.T) {
 			}
 			_ = b.TenantHash()
 		}},
+		{"Add unsorted+ThanosHash+TenantHash", 0, func() {
+			b.ResetTenant("t")
+			for i := range names {
+				j := len(names) - 1 - i
+				b.Add(names[j], values[j])
+			}
+			_ = b.ThanosHash() + b.TenantHash()
+		}},
 		{"Equal", 0, func() { _ = b.Equal(ls) }},
 		{"Labels", labelsAllocs, func() { fill(); _ = b.Labels() }},
 		{"FromLabels", 0, func() { _ = FromLabels(ls) }},
@@ -258,4 +267,93 @@ func TestBuilderAllocs(t *testing.T) {
 			t.Errorf("%s: AllocsPerRun = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestBuilderThanosHash checks Builder.ThanosHash, the hash of the pairs in
+// the order they were added (Thanos's labelpb.HashWithPrefix), against the
+// bytes Thanos hashes, and Builder.TenantHash, of the sorted pairs, on the
+// same Builder, whatever order the calls come in and when pairs are added
+// after a hash was taken.
+func TestBuilderThanosHash(t *testing.T) {
+	build := func(sorted bool, kv ...string) labels.Labels {
+		sb := labels.NewScratchBuilder(len(kv) / 2)
+		for i := 0; i < len(kv); i += 2 {
+			sb.Add(kv[i], kv[i+1])
+		}
+		if sorted {
+			sb.Sort()
+		}
+		return sb.Labels()
+	}
+	long := strings.Repeat("x", 1500)
+	for _, tc := range []struct {
+		name  string
+		first []string // added before the first hashes are taken
+		then  []string // added after
+	}{
+		{"sorted", []string{"__name__", "up", "job", "api"}, nil},
+		{"unsorted", []string{"job", "api", "__name__", "up"}, nil},
+		{"repeated name", []string{"a", "2", "a", "1"}, nil},
+		{"empty", nil, nil},
+		{"long values", []string{"b", long, "a", long}, nil},
+		{"unsorted then more", []string{"job", "api", "__name__", "up"}, []string{"zone", "1", "pod", "p"}},
+		{"sorted then unsorted", []string{"a", "1", "b", "2"}, []string{"a", "0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b Builder
+			b.ResetTenant("team-a")
+			check := func(kv []string) {
+				t.Helper()
+				sorted := build(true, kv...)
+				for _, order := range []string{"ThanosHash first", "TenantHash first"} {
+					var tenantHash uint64
+					if order == "TenantHash first" {
+						tenantHash = b.TenantHash()
+					}
+					if got, want := b.ThanosHash(), thanosTenantHash("team-a", build(false, kv...)); got != want {
+						t.Fatalf("%s: ThanosHash() of %q = %#x, want %#x", order, kv, got, want)
+					}
+					if order == "ThanosHash first" {
+						tenantHash = b.TenantHash()
+					}
+					if want := thanosTenantHash("team-a", sorted); tenantHash != want && !hasRepeatedName(kv) {
+						t.Fatalf("%s: TenantHash() of %q = %#x, want %#x", order, kv, tenantHash, want)
+					}
+				}
+			}
+			for i := 0; i < len(tc.first); i += 2 {
+				b.AddString(tc.first[i], tc.first[i+1])
+			}
+			check(tc.first)
+			if tc.then != nil {
+				all := append(slices.Clone(tc.first), tc.then...)
+				for i := 0; i < len(tc.then); i += 2 {
+					b.Add([]byte(tc.then[i]), []byte(tc.then[i+1]))
+				}
+				check(all)
+			}
+		})
+	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Fatalf("ThanosHash without ResetTenant did not panic")
+			}
+		}()
+		var b Builder
+		b.ThanosHash()
+	}()
+}
+
+// hasRepeatedName reports whether the pairs kv repeat a name, for which
+// labels.New's order of the repeated pairs is unspecified.
+func hasRepeatedName(kv []string) bool {
+	seen := map[string]bool{}
+	for i := 0; i < len(kv); i += 2 {
+		if seen[kv[i]] {
+			return true
+		}
+		seen[kv[i]] = true
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
 )
 
@@ -69,6 +70,13 @@ func FuzzBuilder(f *testing.F) {
 		}
 		if got, w := b.TenantHash(), thanosTenantHash("t", want); got != w {
 			t.Fatalf("Builder.TenantHash() = %#x, want %#x", got, w)
+		}
+		inOrder := []byte("t\xff")
+		for i := range names {
+			inOrder = append(append(append(append(inOrder, names[i]...), 0xff), values[i]...), 0xff)
+		}
+		if got, w := b.ThanosHash(), xxhash.Sum64(inOrder); got != w {
+			t.Fatalf("Builder.ThanosHash() = %#x, want %#x, of the pairs in the order given", got, w)
 		}
 		if !b.Equal(want) {
 			t.Fatalf("Builder.Equal(%s) = false", want)

@@ -199,6 +199,26 @@ func (h *TenantHasher) WriteString(name, value string) {
 	writeSepPair(&h.tenant, name, value)
 }
 
+// WriteTenant adds one pair, given as byte slices, to the tenant hash only:
+// the [labels.Labels.Hash] part does not see it. A caller whose pairs
+// arrive out of order keeps the tenant hash in arrival order with it (the
+// order Thanos hashes) and hashes the sorted pairs again for Sum64. The
+// slices are not retained.
+//
+// WriteTenant makes no allocation.
+func (h *TenantHasher) WriteTenant(name, value []byte) {
+	h.prime()
+	writeSepPair(&h.tenant, name, value)
+}
+
+// WriteTenantString is [TenantHasher.WriteTenant] for strings.
+//
+// WriteTenantString makes no allocation.
+func (h *TenantHasher) WriteTenantString(name, value string) {
+	h.prime()
+	writeSepPair(&h.tenant, name, value)
+}
+
 // TenantSum64 returns the tenant hash of the pairs written since the last
 // reset.
 //
@@ -221,4 +241,44 @@ func (h *Hasher) Stream() ([]byte, bool) {
 		return nil, false
 	}
 	return h.d.buf[:h.d.n], true
+}
+
+// TenantDigest computes the tenant hash alone: xxhash over "tenant 0xff name
+// 0xff value 0xff ..." of the pairs in the order they are written.
+//
+// The zero value hashes for the empty tenant. A TenantDigest retains nothing
+// that is written to it. It is not safe for concurrent use by multiple
+// goroutines.
+type TenantDigest struct {
+	d      bufDigest
+	primed bool // d holds "tenant 0xff"
+}
+
+// Reset forgets all pairs written so far and sets the tenant of the pairs to
+// come.
+func (t *TenantDigest) Reset(tenant string) {
+	t.d.reset()
+	write(&t.d, tenant)
+	t.d.writeByte(sep)
+	t.primed = true
+}
+
+// WriteString adds one pair. The strings are not retained.
+//
+// WriteString makes no allocation.
+func (t *TenantDigest) WriteString(name, value string) {
+	if !t.primed {
+		t.Reset("")
+	}
+	writeSepPair(&t.d, name, value)
+}
+
+// Sum64 returns the tenant hash of the pairs written since the last reset.
+//
+// Sum64 makes no allocation.
+func (t *TenantDigest) Sum64() uint64 {
+	if !t.primed {
+		t.Reset("")
+	}
+	return t.d.sum()
 }

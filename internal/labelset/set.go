@@ -31,7 +31,8 @@ type pair struct {
 // added. If one arrives out of order, the Set sorts the pairs (by name, then
 // value, so that repeated names, which are invalid, still give one result
 // whatever their arrival order) and hashes them again on the next call that
-// needs the hash. Empty values and repeated names are kept, as
+// needs the hash. The tenant hash is also kept in arrival order, which is
+// what Thanos routes by ([Set.ArrivalTenantHash]). Empty values and repeated names are kept, as
 // labels.ScratchBuilder keeps them; validating them is the appender's job.
 //
 // The zero value is ready to use; reuse one with Reset. A Set is not safe for
@@ -42,12 +43,19 @@ type Set struct {
 	tenant     string
 	pairs      []pair
 	unsorted   bool // a pair arrived out of order; the hasher is stale
-	sb         labels.ScratchBuilder
-	sbReady    bool          // sb is set up with syms (dedupelabels)
-	scratch    labels.Labels // Scratch's result, in sb's reused buffer
-	syms       *labels.SymbolTable
-	interner   Interner
-	dataBuf    []byte // for streamEqual, under purego
+	// The tenant part of h follows the pairs in arrival order, always (it
+	// is what Thanos hashes); once pairs were reordered, the tenant hash of
+	// the sorted pairs is computed apart, on demand, and kept until the
+	// next pair.
+	reordered    bool   // the pairs were sorted at least once since the reset
+	sortedTenant uint64 // the tenant hash of the sorted pairs, if sortedOK
+	sortedOK     bool
+	sb           labels.ScratchBuilder
+	sbReady      bool          // sb is set up with syms (dedupelabels)
+	scratch      labels.Labels // Scratch's result, in sb's reused buffer
+	syms         *labels.SymbolTable
+	interner     Interner
+	dataBuf      []byte // for streamEqual, under purego
 }
 
 // SetInterner makes [Set.Labels] take label strings from in where the
@@ -76,6 +84,7 @@ func (b *Set) Reset() {
 	b.pairs = b.pairs[:0]
 	b.scratch = labels.EmptyLabels()
 	b.unsorted = false
+	b.reordered, b.sortedOK = false, false
 }
 
 // Trim lets go of the Set's buffers if its largest series had more than
@@ -107,12 +116,13 @@ func (b *Set) ResetTenant(tenant string) {
 // Add makes no allocation once the Set has held as many pairs before.
 func (b *Set) Add(name, value []byte) {
 	b.add(pair{name: bytestr.String(name), value: bytestr.String(value), borrowed: true})
-	if !b.unsorted {
-		if b.withTenant {
-			b.h.Write(name, value)
-		} else {
-			b.h.Hasher.Write(name, value)
-		}
+	switch {
+	case !b.unsorted && b.withTenant:
+		b.h.Write(name, value)
+	case !b.unsorted:
+		b.h.Hasher.Write(name, value)
+	case b.withTenant:
+		b.h.WriteTenant(name, value)
 	}
 }
 
@@ -124,16 +134,13 @@ func (b *Set) Add(name, value []byte) {
 // before.
 func (b *Set) AddString(name, value string) {
 	b.add(pair{name: name, value: value})
-	if !b.unsorted {
-		b.hashString(name, value)
-	}
-}
-
-func (b *Set) hashString(name, value string) {
-	if b.withTenant {
+	switch {
+	case !b.unsorted && b.withTenant:
 		b.h.WriteString(name, value)
-	} else {
+	case !b.unsorted:
 		b.h.Hasher.WriteString(name, value)
+	case b.withTenant:
+		b.h.WriteTenantString(name, value)
 	}
 }
 
@@ -144,6 +151,7 @@ func (b *Set) add(p pair) {
 		}
 	}
 	b.pairs = append(b.pairs, p)
+	b.sortedOK = false
 }
 
 // HasTenant reports whether the Set computes a tenant hash.
@@ -152,9 +160,10 @@ func (b *Set) HasTenant() bool { return b.withTenant }
 // Len returns the number of pairs added since the last reset.
 func (b *Set) Len() int { return len(b.pairs) }
 
-// sort puts the pairs in label order and rehashes them, if one arrived out of
-// order. Pairs with the same name are ordered by value, so that the result
-// does not depend on arrival order.
+// sort puts the pairs in label order and rehashes them for Hash, if one
+// arrived out of order. Pairs with the same name are ordered by value, so
+// that the result does not depend on arrival order. The tenant part of the
+// hasher is left in arrival order.
 func (b *Set) sort() {
 	if !b.unsorted {
 		return
@@ -165,15 +174,12 @@ func (b *Set) sort() {
 		}
 		return cmp.Compare(x.value, y.value)
 	})
-	if b.withTenant {
-		b.h.Reset(b.tenant)
-	} else {
-		b.h.Hasher.Reset()
-	}
+	b.h.Hasher.Reset()
 	for _, p := range b.pairs {
-		b.hashString(p.name, p.value)
+		b.h.Hasher.WriteString(p.name, p.value)
 	}
 	b.unsorted = false
+	b.reordered = true
 }
 
 // Hash returns [labels.Labels.Hash] of the pairs added since the last reset,
@@ -190,12 +196,37 @@ func (b *Set) Hash() uint64 {
 // 0xff ..." of the sorted pairs. It panics if the Set was not reset with a
 // tenant.
 //
-// TenantHash makes no allocation when the pairs arrived sorted.
+// TenantHash makes no allocation. It hashes the pairs again, once, when
+// they did not arrive sorted.
 func (b *Set) TenantHash() uint64 {
 	if !b.withTenant {
 		panic("labelset: TenantHash without ResetTenant")
 	}
 	b.sort()
+	if !b.reordered {
+		return b.h.TenantSum64()
+	}
+	if !b.sortedOK {
+		var d labelhash.TenantDigest
+		d.Reset(b.tenant)
+		for _, p := range b.pairs {
+			d.WriteString(p.name, p.value)
+		}
+		b.sortedTenant, b.sortedOK = d.Sum64(), true
+	}
+	return b.sortedTenant
+}
+
+// ArrivalTenantHash returns the tenant hash of the pairs in the order they
+// were added, which is what Thanos receive's hashring routes by: equal to
+// [Set.TenantHash] when they arrived sorted. It panics if the Set was not
+// reset with a tenant.
+//
+// ArrivalTenantHash makes no allocation.
+func (b *Set) ArrivalTenantHash() uint64 {
+	if !b.withTenant {
+		panic("labelset: ArrivalTenantHash without ResetTenant")
+	}
 	return b.h.TenantSum64()
 }
 

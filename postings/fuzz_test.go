@@ -2,8 +2,10 @@ package postings
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
 	"slices"
 	"testing"
@@ -129,6 +131,74 @@ func FuzzReader(f *testing.F) {
 		}
 		for _, ms := range sets {
 			_, _ = r.ExpandedPostings(ctx, nil, ms...)
+		}
+	})
+}
+
+// FuzzReadRanges reads the ranges encoded in b (pairs of big-endian int64
+// offset and length, any values, up to 32 ranges; with sorted, sorted by
+// offset first) from a source with a byte at every offset, in a batch
+// (pooled, or with io.ReadAll) and one by one: a range is refused before
+// any request, or every view is exactly the source's bytes of its range.
+// No request reaches the source with an end past math.MaxInt64.
+func FuzzReadRanges(f *testing.F) {
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, b []byte, sorted, readAll bool) {
+		var ranges []Range
+		for i := 0; i+16 <= len(b) && len(ranges) < 32; i += 16 {
+			ranges = append(ranges, Range{
+				Off: int64(binary.BigEndian.Uint64(b[i:])),
+				Len: int64(binary.BigEndian.Uint64(b[i+8:])),
+			})
+		}
+		if sorted {
+			slices.SortStableFunc(ranges, func(a, b Range) int { return cmp.Compare(a.Off, b.Off) })
+		}
+		src := &patternSource{}
+		rr := NewRangeReader(src, RangeOptions{MaxRangeSize: 4 << 10})
+		rr.readAll = readAll
+		// Leave other bytes in the pool, as an earlier read would.
+		var batch Batch
+		if err := rr.ReadRanges(ctx, "x", []Range{{0, 4 << 10}}, &batch); err != nil {
+			t.Fatal(err)
+		}
+		batch.Release()
+		before := src.calls.Load()
+		err := rr.ReadRanges(ctx, "x", ranges, &batch)
+		switch {
+		case errors.Is(err, ErrInvalidRange) || errors.Is(err, ErrRangeTooLarge):
+			if batch.Len() != 0 || src.calls.Load() != before {
+				t.Fatalf("ReadRanges(%v) = %d ranges, %d requests, %v; want none refused", ranges, batch.Len(), src.calls.Load()-before, err)
+			}
+		case err != nil:
+			t.Fatalf("ReadRanges(%v) error %v", ranges, err)
+		default:
+			if batch.Len() != len(ranges) {
+				t.Fatalf("ReadRanges(%v) = %d ranges", ranges, batch.Len())
+			}
+			for i, rg := range ranges {
+				if v := batch.View(i); int64(len(v)) != rg.Len || notFromSource(v, rg.Off) != 0 {
+					t.Fatalf("ReadRanges(%v): View(%d) = %d bytes, %d not the source's; want %d", ranges, i, len(v), notFromSource(v, rg.Off), rg.Len)
+				}
+			}
+		}
+		batch.Release()
+		for _, rg := range ranges {
+			before := src.calls.Load()
+			got, err := rr.ReadRange(ctx, "x", rg.Off, rg.Len)
+			switch {
+			case errors.Is(err, ErrInvalidRange) || errors.Is(err, ErrRangeTooLarge):
+				if got != nil || src.calls.Load() != before {
+					t.Fatalf("ReadRange(%d, %d) = %d bytes, %d requests, %v; want none refused", rg.Off, rg.Len, len(got), src.calls.Load()-before, err)
+				}
+			case err != nil:
+				t.Fatalf("ReadRange(%d, %d) error %v", rg.Off, rg.Len, err)
+			case int64(len(got)) != rg.Len || notFromSource(got, rg.Off) != 0:
+				t.Fatalf("ReadRange(%d, %d) = %d bytes, %d not the source's", rg.Off, rg.Len, len(got), notFromSource(got, rg.Off))
+			}
+		}
+		if src.overflowed.Load() {
+			t.Fatalf("ranges %v: a request past math.MaxInt64 reached the source", ranges)
 		}
 	})
 }

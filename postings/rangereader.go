@@ -416,6 +416,11 @@ func (r *RangeReader) ReadRanges(ctx context.Context, name string, ranges []Rang
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(r.concurrency)
 		for i := range b.parts {
+			if gctx.Err() != nil {
+				// A request failed (or ctx is done): the parts not
+				// started would only take their buffers to see it.
+				break
+			}
 			g.Go(func() error { return r.fetch(gctx, name, b, i) })
 		}
 		err = g.Wait()
@@ -473,6 +478,12 @@ func (r *RangeReader) fetch(ctx context.Context, name string, b *Batch, i int) e
 		}
 		b.bufs[i] = &bufpool.Buffer{B: data}
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		// Another part failed while this one waited for its turn: no
+		// buffer for it.
+		r.failed.Add(1)
+		return err
 	}
 	buf := r.pool.Get(int(n))
 	if n > 0 {

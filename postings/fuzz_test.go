@@ -7,7 +7,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"io"
+	"math"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -112,8 +115,9 @@ func FuzzPostings(f *testing.F) {
 }
 
 // FuzzReader opens a whole index, possibly corrupt, and answers a few
-// matcher sets: errors are fine, panics and allocations past the limit are
-// not.
+// matcher sets: errors are fine; panics are not, nor a request to the
+// source longer than the limit (the size of any buffer read into) or with
+// a negative or overflowing range.
 func FuzzReader(f *testing.F) {
 	ctx := context.Background()
 	m := labels.MustNewMatcher
@@ -123,8 +127,15 @@ func FuzzReader(f *testing.F) {
 		{m(labels.MatchRegexp, "i", "")},
 		{m(labels.MatchEqual, "", "")},
 	}
+	const limit = 1 << 20
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rr := NewRangeReader(ReaderAtSource(bytes.NewReader(b)), RangeOptions{MaxRangeSize: 1 << 20})
+		src := &limitSource{Source: ReaderAtSource(bytes.NewReader(b)), limit: limit}
+		rr := NewRangeReader(src, RangeOptions{MaxRangeSize: limit})
+		defer func() {
+			if src.over.Load() {
+				t.Fatalf("a request longer than %d bytes, or with a negative or overflowing range, reached the source", limit)
+			}
+		}()
 		r, err := NewReader(ctx, rr, "index", int64(len(b)))
 		if err != nil {
 			return
@@ -201,4 +212,19 @@ func FuzzReadRanges(f *testing.F) {
 			t.Fatalf("ranges %v: a request past math.MaxInt64 reached the source", ranges)
 		}
 	})
+}
+
+// limitSource records a request longer than limit or with an offset or end
+// outside [0, math.MaxInt64].
+type limitSource struct {
+	Source
+	limit int64
+	over  atomic.Bool
+}
+
+func (s *limitSource) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	if off < 0 || length < 0 || length > s.limit || length > math.MaxInt64-off {
+		s.over.Store(true)
+	}
+	return s.Source.GetRange(ctx, name, off, length)
 }

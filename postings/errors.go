@@ -16,8 +16,9 @@ var (
 	ErrRangeTooLarge = errors.New("postings: range longer than the limit")
 
 	// ErrInvalidRange is returned when a range has a negative offset or
-	// length, or when the ranges given to [RangeReader.ReadRanges] are not
-	// sorted by offset; nothing has been requested.
+	// length, or an end (offset plus length) past math.MaxInt64, or when
+	// the ranges given to [RangeReader.ReadRanges] are not sorted by
+	// offset; nothing has been requested or allocated.
 	ErrInvalidRange = errors.New("postings: invalid range")
 
 	// ErrShortRead is returned when a source ends a range before its length:

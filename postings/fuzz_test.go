@@ -2,10 +2,15 @@ package postings
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"hash/crc32"
+	"io"
+	"math"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -110,8 +115,9 @@ func FuzzPostings(f *testing.F) {
 }
 
 // FuzzReader opens a whole index, possibly corrupt, and answers a few
-// matcher sets: errors are fine, panics and allocations past the limit are
-// not.
+// matcher sets: errors are fine; panics are not, nor a request to the
+// source longer than the limit (the size of any buffer read into) or with
+// a negative or overflowing range.
 func FuzzReader(f *testing.F) {
 	ctx := context.Background()
 	m := labels.MustNewMatcher
@@ -121,8 +127,15 @@ func FuzzReader(f *testing.F) {
 		{m(labels.MatchRegexp, "i", "")},
 		{m(labels.MatchEqual, "", "")},
 	}
+	const limit = 1 << 20
 	f.Fuzz(func(t *testing.T, b []byte) {
-		rr := NewRangeReader(ReaderAtSource(bytes.NewReader(b)), RangeOptions{MaxRangeSize: 1 << 20})
+		src := &limitSource{Source: ReaderAtSource(bytes.NewReader(b)), limit: limit}
+		rr := NewRangeReader(src, RangeOptions{MaxRangeSize: limit})
+		defer func() {
+			if src.over.Load() {
+				t.Fatalf("a request longer than %d bytes, or with a negative or overflowing range, reached the source", limit)
+			}
+		}()
 		r, err := NewReader(ctx, rr, "index", int64(len(b)))
 		if err != nil {
 			return
@@ -131,4 +144,87 @@ func FuzzReader(f *testing.F) {
 			_, _ = r.ExpandedPostings(ctx, nil, ms...)
 		}
 	})
+}
+
+// FuzzReadRanges reads the ranges encoded in b (pairs of big-endian int64
+// offset and length, any values, up to 32 ranges; with sorted, sorted by
+// offset first) from a source with a byte at every offset, in a batch
+// (pooled, or with io.ReadAll) and one by one: a range is refused before
+// any request, or every view is exactly the source's bytes of its range.
+// No request reaches the source with an end past math.MaxInt64.
+func FuzzReadRanges(f *testing.F) {
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, b []byte, sorted, readAll bool) {
+		var ranges []Range
+		for i := 0; i+16 <= len(b) && len(ranges) < 32; i += 16 {
+			ranges = append(ranges, Range{
+				Off: int64(binary.BigEndian.Uint64(b[i:])),
+				Len: int64(binary.BigEndian.Uint64(b[i+8:])),
+			})
+		}
+		if sorted {
+			slices.SortStableFunc(ranges, func(a, b Range) int { return cmp.Compare(a.Off, b.Off) })
+		}
+		src := &patternSource{}
+		rr := NewRangeReader(src, RangeOptions{MaxRangeSize: 4 << 10})
+		rr.readAll = readAll
+		// Leave other bytes in the pool, as an earlier read would.
+		var batch Batch
+		if err := rr.ReadRanges(ctx, "x", []Range{{0, 4 << 10}}, &batch); err != nil {
+			t.Fatal(err)
+		}
+		batch.Release()
+		before := src.calls.Load()
+		err := rr.ReadRanges(ctx, "x", ranges, &batch)
+		switch {
+		case errors.Is(err, ErrInvalidRange) || errors.Is(err, ErrRangeTooLarge):
+			if batch.Len() != 0 || src.calls.Load() != before {
+				t.Fatalf("ReadRanges(%v) = %d ranges, %d requests, %v; want none refused", ranges, batch.Len(), src.calls.Load()-before, err)
+			}
+		case err != nil:
+			t.Fatalf("ReadRanges(%v) error %v", ranges, err)
+		default:
+			if batch.Len() != len(ranges) {
+				t.Fatalf("ReadRanges(%v) = %d ranges", ranges, batch.Len())
+			}
+			for i, rg := range ranges {
+				if v := batch.View(i); int64(len(v)) != rg.Len || notFromSource(v, rg.Off) != 0 {
+					t.Fatalf("ReadRanges(%v): View(%d) = %d bytes, %d not the source's; want %d", ranges, i, len(v), notFromSource(v, rg.Off), rg.Len)
+				}
+			}
+		}
+		batch.Release()
+		for _, rg := range ranges {
+			before := src.calls.Load()
+			got, err := rr.ReadRange(ctx, "x", rg.Off, rg.Len)
+			switch {
+			case errors.Is(err, ErrInvalidRange) || errors.Is(err, ErrRangeTooLarge):
+				if got != nil || src.calls.Load() != before {
+					t.Fatalf("ReadRange(%d, %d) = %d bytes, %d requests, %v; want none refused", rg.Off, rg.Len, len(got), src.calls.Load()-before, err)
+				}
+			case err != nil:
+				t.Fatalf("ReadRange(%d, %d) error %v", rg.Off, rg.Len, err)
+			case int64(len(got)) != rg.Len || notFromSource(got, rg.Off) != 0:
+				t.Fatalf("ReadRange(%d, %d) = %d bytes, %d not the source's", rg.Off, rg.Len, len(got), notFromSource(got, rg.Off))
+			}
+		}
+		if src.overflowed.Load() {
+			t.Fatalf("ranges %v: a request past math.MaxInt64 reached the source", ranges)
+		}
+	})
+}
+
+// limitSource records a request longer than limit or with an offset or end
+// outside [0, math.MaxInt64].
+type limitSource struct {
+	Source
+	limit int64
+	over  atomic.Bool
+}
+
+func (s *limitSource) GetRange(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	if off < 0 || length < 0 || length > s.limit || length > math.MaxInt64-off {
+		s.over.Store(true)
+	}
+	return s.Source.GetRange(ctx, name, off, length)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
@@ -182,9 +183,11 @@ func (r *RangeReader) buffer(length int64) []byte {
 	}
 }
 
-// check validates a range before anything is requested or allocated.
+// check validates a range before anything is requested or allocated. A
+// range must end by math.MaxInt64: past it off+length wraps around, and a
+// merged request would not cover the range.
 func (r *RangeReader) check(off, length int64) error {
-	if off < 0 || length < 0 {
+	if off < 0 || length < 0 || length > math.MaxInt64-off {
 		r.refused.Add(1)
 		return ErrInvalidRange
 	}
@@ -197,7 +200,8 @@ func (r *RangeReader) check(off, length int64) error {
 
 // ReadRange returns length bytes of the object name from off in a new
 // buffer of exactly length bytes, with no room to append. It fails with
-// [ErrRangeTooLarge] or [ErrInvalidRange] before requesting or allocating
+// [ErrRangeTooLarge], or [ErrInvalidRange] for a negative off or length or
+// an off+length past math.MaxInt64, before requesting or allocating
 // anything, with [ErrShortRead] if the source ends early, and with ctx's
 // error if ctx is done before or while reading; a buffer is returned only
 // whole.
@@ -353,11 +357,14 @@ func (b *Batch) Release() {
 }
 
 // ReadRanges reads ranges of the object name into b, which it first
-// releases. The ranges must be sorted by offset; they may overlap. Ranges
-// whose gap is at most [RangeOptions.MaxGap] are read in one request of at
-// most [RangeOptions.MaxRangeSize] bytes into one pooled buffer, and up to
-// [RangeOptions.Concurrency] requests run at once. On error b holds no
-// ranges and its buffers are back in the pool.
+// releases. The ranges must be sorted by offset and valid as for
+// [RangeReader.ReadRange]; they may overlap. If one is not, ReadRanges
+// fails with [ErrInvalidRange] or [ErrRangeTooLarge] before requesting
+// anything. Ranges whose gap is at most [RangeOptions.MaxGap] are read in
+// one request of at most [RangeOptions.MaxRangeSize] bytes into one pooled
+// buffer, and up to [RangeOptions.Concurrency] requests run at once. A view
+// is only ever of bytes the source returned for its range. On error b holds
+// no ranges and its buffers are back in the pool.
 //
 // Allocations: none of its own in the steady state for a single request
 // (b's slices are reused, buffers come from the pool); with more than one
@@ -368,7 +375,9 @@ func (r *RangeReader) ReadRanges(ctx context.Context, name string, ranges []Rang
 		return nil
 	}
 	r.ranges.Add(uint64(len(ranges)))
-	// Validate everything before requesting anything.
+	// Validate everything before requesting anything. From here on every
+	// Off+Len is at most math.MaxInt64, so the ends and differences below
+	// do not overflow.
 	for i, rg := range ranges {
 		if err := r.check(rg.Off, rg.Len); err != nil {
 			return err
@@ -377,6 +386,8 @@ func (r *RangeReader) ReadRanges(ctx context.Context, name string, ranges []Rang
 			r.refused.Add(1)
 			return ErrInvalidRange
 		}
+	}
+	for _, rg := range ranges {
 		r.rangeBytes.Add(uint64(rg.Len))
 	}
 	cur := part{off: ranges[0].Off, end: ranges[0].Off + ranges[0].Len}
@@ -405,6 +416,11 @@ func (r *RangeReader) ReadRanges(ctx context.Context, name string, ranges []Rang
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(r.concurrency)
 		for i := range b.parts {
+			if gctx.Err() != nil {
+				// A request failed (or ctx is done): the parts not
+				// started would only take their buffers to see it.
+				break
+			}
 			g.Go(func() error { return r.fetch(gctx, name, b, i) })
 		}
 		err = g.Wait()
@@ -417,13 +433,30 @@ func (r *RangeReader) ReadRanges(ctx context.Context, name string, ranges []Rang
 		b.Release()
 		return err
 	}
+	if err := b.cut(ranges); err != nil {
+		r.failed.Add(1)
+		b.Release()
+		return err
+	}
+	return nil
+}
+
+// cut sets b's views: each range's bytes in the buffer of the part that
+// read it. A view lies within the bytes the source returned for its part,
+// or cut fails: slicing a pooled buffer past its length would hand back
+// what an earlier read left in its capacity.
+func (b *Batch) cut(ranges []Range) error {
 	b.views = append(b.views, make([][]byte, len(ranges))...)
 	for i, p := range b.parts {
 		buf := b.bufs[i].B
+		buf = buf[:len(buf):len(buf)]
 		for j := p.first; j < p.last; j++ {
-			s := ranges[j].Off - p.off
-			e := s + ranges[j].Len
-			b.views[j] = buf[s:e:e]
+			rg := ranges[j]
+			s := rg.Off - p.off
+			if s < 0 || s > int64(len(buf)) || rg.Len > int64(len(buf))-s {
+				return fmt.Errorf("%w: range %d+%d outside the %d bytes read at %d", ErrInvalidRange, rg.Off, rg.Len, len(buf), p.off)
+			}
+			b.views[j] = buf[s : s+rg.Len : s+rg.Len]
 		}
 	}
 	return nil
@@ -445,6 +478,12 @@ func (r *RangeReader) fetch(ctx context.Context, name string, b *Batch, i int) e
 		}
 		b.bufs[i] = &bufpool.Buffer{B: data}
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		// Another part failed while this one waited for its turn: no
+		// buffer for it.
+		r.failed.Add(1)
+		return err
 	}
 	buf := r.pool.Get(int(n))
 	if n > 0 {

@@ -462,3 +462,38 @@ func TestReadRangeSlabsConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// failingSource fails every request.
+type failingSource struct{ calls atomic.Int64 }
+
+var errSourceDown = errors.New("source down")
+
+func (s *failingSource) GetRange(context.Context, string, int64, int64) (io.ReadCloser, error) {
+	s.calls.Add(1)
+	return nil, errSourceDown
+}
+
+// TestReadRangesStopsAfterFailure reads a batch of many requests from a
+// source that fails them all: once one has failed, the rest are not
+// started, so they neither take a buffer of their size from the pool nor
+// count as failed requests.
+func TestReadRangesStopsAfterFailure(t *testing.T) {
+	const parts = 100
+	for _, concurrency := range []int{1, 4} {
+		src := &failingSource{}
+		rr := NewRangeReader(src, RangeOptions{MaxGap: -1, Concurrency: concurrency})
+		ranges := make([]Range, parts)
+		for i := range ranges {
+			ranges[i] = Range{Off: int64(i) << 20, Len: 64<<10 + int64(i)<<12}
+		}
+		var b Batch
+		if err := rr.ReadRanges(context.Background(), "x", ranges, &b); !errors.Is(err, errSourceDown) || b.Len() != 0 {
+			t.Fatalf("ReadRanges(Concurrency %d) = %d ranges, %v; want 0, %v", concurrency, b.Len(), err, errSourceDown)
+		}
+		// Those running when the first failed, and one started as it
+		// failed, at most.
+		if st := rr.Stats(); st.Failed > uint64(concurrency)+1 || src.calls.Load() > int64(concurrency)+1 {
+			t.Errorf("ReadRanges(Concurrency %d, %d requests): Stats() = %+v, %d calls; want at most %d of each", concurrency, parts, st, src.calls.Load(), concurrency+1)
+		}
+	}
+}

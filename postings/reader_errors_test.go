@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -92,6 +93,17 @@ func TestNewReaderErrors(t *testing.T) {
 			return b
 		}(), want: ErrCorrupt},
 		{name: "object shorter than size", b: good, size: int64(len(good)) + 100, want: ErrShortRead},
+		{name: "size MaxInt64", b: good, size: math.MaxInt64, want: ErrShortRead},
+		{name: "size negative", b: good, size: -1, want: ErrCorrupt},
+		{name: "size MinInt64", b: good, size: math.MinInt64, want: ErrCorrupt},
+		{name: "toc offset table at 2^63", b: setTOC(smallIndexBytes(t), func(toc []byte) { binary.BigEndian.PutUint64(toc[40:], 1<<63) }), want: ErrCorrupt},
+		{name: "toc offsets MaxUint64", b: setTOC(smallIndexBytes(t), func(toc []byte) {
+			binary.BigEndian.PutUint64(toc[32:], math.MaxUint64)
+			binary.BigEndian.PutUint64(toc[40:], math.MaxUint64)
+		}), want: ErrCorrupt},
+		{name: "toc postings after the offset table", b: setTOC(smallIndexBytes(t), func(toc []byte) {
+			binary.BigEndian.PutUint64(toc[32:], binary.BigEndian.Uint64(toc[40:])+1)
+		}), want: ErrCorrupt},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			size := tc.size
@@ -208,3 +220,71 @@ type byteSlice []byte
 
 func (b byteSlice) Len() int                    { return len(b) }
 func (b byteSlice) Range(start, end int) []byte { return b[start:end] }
+
+// offsetTable encodes a postings offset table of the entries (name, value,
+// offset), framed with its length and checksum; count, if not negative,
+// replaces the number of entries written in it.
+func offsetTable(count int64, entries ...struct {
+	name, value string
+	off         uint64
+}) []byte {
+	n := uint32(len(entries))
+	if count >= 0 {
+		n = uint32(count)
+	}
+	c := binary.BigEndian.AppendUint32(nil, n)
+	for _, e := range entries {
+		c = binary.AppendUvarint(c, 2)
+		c = binary.AppendUvarint(c, uint64(len(e.name)))
+		c = append(c, e.name...)
+		c = binary.AppendUvarint(c, uint64(len(e.value)))
+		c = append(c, e.value...)
+		c = binary.AppendUvarint(c, e.off)
+	}
+	return frame(c)
+}
+
+// TestDecodeOffsetTableBounds decodes offset tables whose offsets or count
+// are out of bounds, as a corrupt or hostile index has them: each is
+// ErrCorrupt, with nothing sized from the bad value.
+func TestDecodeOffsetTableBounds(t *testing.T) {
+	type e = struct {
+		name, value string
+		off         uint64
+	}
+	const start, end = 8, 100
+	for _, tc := range []struct {
+		name string
+		b    []byte
+		ok   bool
+	}{
+		{"valid", offsetTable(-1, e{"a", "1", start}, e{"a", "2", 20}, e{"b", "1", end - 1}), true},
+		{"offset MaxUint64", offsetTable(-1, e{"a", "1", start}, e{"a", "2", math.MaxUint64}), false},
+		{"offset 2^63", offsetTable(-1, e{"a", "1", start}, e{"a", "2", 1 << 63}), false},
+		{"offset at the end", offsetTable(-1, e{"a", "1", start}, e{"a", "2", end}), false},
+		{"offset before the start", offsetTable(-1, e{"a", "1", start - 1}), false},
+		{"offset repeated", offsetTable(-1, e{"a", "1", 20}, e{"a", "2", 20}), false},
+		{"offset decreasing", offsetTable(-1, e{"a", "1", 30}, e{"a", "2", 20}), false},
+		{"count MaxUint32", offsetTable(math.MaxUint32, e{"a", "1", start}), false},
+		{"count one more", offsetTable(2, e{"a", "1", start}), false},
+		{"value length MaxUint64", func() []byte {
+			c := binary.BigEndian.AppendUint32(nil, 1)
+			c = append(c, 2, 1, 'a')
+			c = binary.AppendUvarint(c, math.MaxUint64)
+			return frame(append(c, 'x', start))
+		}(), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab, err := decodeOffsetTable(tc.b, start, end)
+			if tc.ok {
+				if err != nil || tab.len() != 3 {
+					t.Fatalf("decodeOffsetTable() = %v, %v; want 3 entries", tab, err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrCorrupt) || tab != nil {
+				t.Errorf("decodeOffsetTable() = %v, %v; want nil, %v", tab, err, ErrCorrupt)
+			}
+		})
+	}
+}

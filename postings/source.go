@@ -3,6 +3,7 @@ package postings
 import (
 	"context"
 	"io"
+	"math"
 	"sync"
 )
 
@@ -21,8 +22,10 @@ type Source interface {
 // ReaderAtSource returns a [Source] that reads every object name from r,
 // such as an *os.File holding one index: the name is ignored. Its readers
 // come from a pool and go back to it on Close, so a range read through it
-// makes no allocation of its own in the steady state. It is safe for
-// concurrent use by multiple goroutines if r is, as an *os.File is.
+// makes no allocation of its own in the steady state. A range with a
+// negative offset or length, or an end past math.MaxInt64, fails with
+// [ErrInvalidRange]. It is safe for concurrent use by multiple goroutines
+// if r is, as an *os.File is.
 func ReaderAtSource(r io.ReaderAt) Source {
 	return &readerAtSource{r: r}
 }
@@ -37,7 +40,9 @@ func (s *readerAtSource) GetRange(ctx context.Context, _ string, off, length int
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if off < 0 || length < 0 {
+	// An end past math.MaxInt64 would wrap negative and read as an empty
+	// range.
+	if off < 0 || length < 0 || length > math.MaxInt64-off {
 		return nil, ErrInvalidRange
 	}
 	sr, ok := s.pool.Get().(*sectionReader)

@@ -138,7 +138,7 @@ func TestHashringsShuffleDifferential(t *testing.T) {
 		}
 		h, err := NewHashrings([]HashringConfig{{Endpoints: eps, Algorithm: RingKetama, ShuffleSharding: cfg}}, HashringsOptions{ReplicationFactor: rf})
 		base, refErr := newThanosKetama(eps, DefaultSectionsPerNode, uint64(rf))
-		if errors.Is(refErr, thanosErrHang) {
+		if errors.Is(refErr, errThanosHang) {
 			if !errors.Is(err, ErrZoneCapacity) {
 				t.Fatalf("ring %d: NewHashrings = %v, want ErrZoneCapacity", i, err)
 			}
@@ -157,11 +157,11 @@ func TestHashringsShuffleDifferential(t *testing.T) {
 			if refErr != nil {
 				failed++
 				switch {
-				case errors.Is(refErr, thanosErrHang):
+				case errors.Is(refErr, errThanosHang):
 					if !errors.Is(err, ErrZoneCapacity) {
 						t.Fatalf("ring %d, %s: Ring = %v, reference never finishes", i, tenant, err)
 					}
-				case !errors.Is(err, refErr) && !(errors.Is(refErr, thanosErrNodes) && errors.Is(err, ErrNotEnoughNodes)):
+				case !errors.Is(err, refErr) && !(errors.Is(refErr, errThanosNodes) && errors.Is(err, ErrNotEnoughNodes)):
 					t.Fatalf("ring %d, %s: Ring = %v, reference %v", i, tenant, err, refErr)
 				}
 				continue

@@ -27,15 +27,15 @@ import (
 // against the minimum over a map, and endpoint indexes are positions in the
 // endpoints as given (ketama does not sort them; hashmod does). It is the
 // oracle of the differential test and the impl=rehash baseline of
-// BenchmarkRing. Where Thanos would loop forever, it reports thanosErrHang.
+// BenchmarkRing. Where Thanos would loop forever, it reports errThanosHang.
 
 // thanosLabel is a label as Thanos receive holds it (labelpb.ZLabel).
 type thanosLabel struct{ Name, Value string }
 
 var (
-	thanosErrNodes = errors.New("thanos: insufficient nodes")
-	thanosErrAZ    = errors.New("thanos: hashmod does not support AZ")
-	thanosErrHang  = errors.New("thanos: calculateSectionReplicas never returns")
+	errThanosNodes = errors.New("thanos: insufficient nodes")
+	errThanosAZ    = errors.New("thanos: hashmod does not support AZ")
+	errThanosHang  = errors.New("thanos: calculateSectionReplicas never returns")
 )
 
 // thanosHash is labelpb.HashWithPrefix(tenant, labels): xxhash64 of
@@ -71,7 +71,7 @@ type thanosRing struct {
 func newThanosHashmod(endpoints []Endpoint) (*thanosRing, error) {
 	for _, e := range endpoints {
 		if e.Zone != "" {
-			return nil, thanosErrAZ
+			return nil, errThanosAZ
 		}
 	}
 	eps := slices.Clone(endpoints)
@@ -81,7 +81,7 @@ func newThanosHashmod(endpoints []Endpoint) (*thanosRing, error) {
 
 func newThanosKetama(endpoints []Endpoint, sectionsPerNode int, replicationFactor uint64) (*thanosRing, error) {
 	if len(endpoints) < int(replicationFactor) {
-		return nil, thanosErrNodes
+		return nil, errThanosNodes
 	}
 	zones := map[string]struct{}{}
 	var secs []*thanosSection
@@ -107,7 +107,7 @@ func newThanosKetama(endpoints []Endpoint, sectionsPerNode int, replicationFacto
 			if idle > len(secs) {
 				// A whole turn took nothing: the state repeats and so
 				// would every further turn.
-				return nil, thanosErrHang
+				return nil, errThanosHang
 			}
 			idle++
 			j = (j + 1) % len(secs)
@@ -138,7 +138,7 @@ func (t *thanosRing) getN(tenant string, ls []thanosLabel, n uint64) (string, er
 
 func (t *thanosRing) getNHash(h, n uint64) (string, error) {
 	if n >= uint64(len(t.endpoints)) {
-		return "", thanosErrNodes
+		return "", errThanosNodes
 	}
 	if !t.ketama {
 		return t.endpoints[(h+n)%uint64(len(t.endpoints))].Address, nil
@@ -406,7 +406,7 @@ func TestRingDifferential(t *testing.T) {
 		} else {
 			ref, refErr = newThanosHashmod(eps)
 		}
-		if errors.Is(refErr, thanosErrHang) {
+		if errors.Is(refErr, errThanosHang) {
 			hangs++
 			if !errors.Is(err, ErrZoneCapacity) {
 				t.Fatalf("ring %d %v %+v: the reference never finishes, NewRing = %v, want ErrZoneCapacity", i, eps, opts, err)
@@ -635,7 +635,7 @@ func TestRingZones(t *testing.T) {
 			r, err := NewRing(tc.eps, opts)
 			_, refErr := newThanosKetama(tc.eps, opts.SectionsPerNode, uint64(tc.rf))
 			if tc.wantErr != nil {
-				if !errors.Is(err, tc.wantErr) || !errors.Is(refErr, thanosErrHang) {
+				if !errors.Is(err, tc.wantErr) || !errors.Is(refErr, errThanosHang) {
 					t.Fatalf("NewRing = %v, want %v; reference %v, want it never to finish", err, tc.wantErr, refErr)
 				}
 				return

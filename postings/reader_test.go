@@ -105,7 +105,7 @@ type matcherSet struct {
 func matcherSets(rng *rand.Rand, n int) []matcherSet {
 	var out []matcherSet
 	for _, c := range seedCases() {
-		out = append(out, matcherSet{c.name, c.ms})
+		out = append(out, matcherSet(c))
 	}
 	m := labels.MustNewMatcher
 	edge := [][]*labels.Matcher{

@@ -213,7 +213,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		return err
 	}
 	if ex != nil {
-		reg.MustRegister(exemplars.NewCollector(ex))
+		reg.MustRegister(exemplars.NewCollector(ex, exemplars.CollectorOptions{}))
 	}
 	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, reg)
 	if err != nil {

@@ -145,7 +145,7 @@ func newRing(c config) (*ingest.Ring, error) {
 
 // receiverOptions are the Receiver's options from the command line.
 func receiverOptions(c config, ring *ingest.Ring, ex *exemplars.Ring, logger *slog.Logger) Options {
-	var xa ExemplarAppender
+	var xa ExemplarStore
 	if ex != nil {
 		xa = RingExemplars{ex}
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -77,4 +79,38 @@ func ExampleRing() {
 	//   {trace_id="t5"} 0.6 at 6000
 	// same as the head's: true
 	// {Appended:6 OutOfOrder:0 Exemplars:4 Series:2 Size:4 OldestTimestamp:3000}
+}
+
+// A fork that keeps a real TSDB exports the ring's metrics in the same
+// registry under another prefix: the TSDB's head registers Prometheus's
+// names for its own exemplar storage, even when that storage is off.
+func ExampleCollector() {
+	dir, _ := os.MkdirTemp("", "ingestkit-example")
+	defer os.RemoveAll(dir)
+	reg := prometheus.NewRegistry()
+	db, err := tsdb.Open(dir, nil, reg, tsdb.DefaultOptions(), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+
+	ring := exemplars.New(100, exemplars.Options{})
+	reg.MustRegister(exemplars.NewCollector(ring, exemplars.CollectorOptions{Prefix: "fork_exemplar_ring_"}))
+	lset := labels.FromStrings("__name__", "http_requests_total", "pod", "api-0")
+	if err := ring.AddExemplar(lset, exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "t1"), Value: 1, Ts: 1000, HasTs: true}); err != nil {
+		panic(err)
+	}
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		if strings.HasSuffix(mf.GetName(), "exemplars_appended_total") {
+			fmt.Println(mf.GetName(), mf.GetMetric()[0].GetCounter().GetValue())
+		}
+	}
+	// Output:
+	// fork_exemplar_ring_exemplars_appended_total 1
+	// prometheus_tsdb_exemplar_exemplars_appended_total 0
 }

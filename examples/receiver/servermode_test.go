@@ -149,6 +149,7 @@ type receiverProcess struct {
 	addr   string
 	stderr *lockedBuffer
 	done   chan error // the result of cmd.Wait
+	exited bool       // done was received from
 }
 
 // lockedBuffer is a bytes.Buffer that the process's output goroutine
@@ -188,7 +189,7 @@ func startReceiver(t *testing.T, bin string, env []string, args ...string) *rece
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
+		if !p.exited { // the test failed before stop
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
@@ -211,7 +212,7 @@ func startReceiver(t *testing.T, bin string, env []string, args ...string) *rece
 	case p.addr = <-addr:
 		return p
 	case err := <-p.done:
-		p.done <- err
+		p.exited = true
 		t.Fatalf("receiver %s exited at start: %v\n%s", strings.Join(args, " "), err, p.stderr)
 	case <-time.After(serverStartTimeout):
 		t.Fatalf("receiver %s printed no address in %v\n%s", strings.Join(args, " "), serverStartTimeout, p.stderr)
@@ -227,6 +228,7 @@ func (p *receiverProcess) stop(t *testing.T) {
 	}
 	select {
 	case err := <-p.done:
+		p.exited = true
 		if err != nil {
 			t.Fatalf("receiver after SIGTERM: %v, want exit status 0\n%s", err, p.stderr)
 		}

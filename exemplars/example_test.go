@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
@@ -119,4 +121,38 @@ storage:
 	// <nil> <nil>
 	// size: 5
 	// label name "trace_id" is not unique: invalid exemplar true
+}
+
+// A fork that keeps a real TSDB exports the ring's metrics in the same
+// registry under another prefix: the TSDB's head registers Prometheus's
+// names for its own exemplar storage, even when that storage is off.
+func ExampleCollector() {
+	dir, _ := os.MkdirTemp("", "ingestkit-example")
+	defer os.RemoveAll(dir)
+	reg := prometheus.NewRegistry()
+	db, err := tsdb.Open(dir, nil, reg, tsdb.DefaultOptions(), nil)
+	if err != nil {
+		panic(err)
+	}
+	defer db.Close()
+
+	ring := exemplars.New(100, exemplars.Options{})
+	reg.MustRegister(exemplars.NewCollector(ring, exemplars.CollectorOptions{Prefix: "fork_exemplar_ring_"}))
+	lset := labels.FromStrings("__name__", "http_requests_total", "pod", "api-0")
+	if err := ring.AddExemplar(lset, exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "t1"), Value: 1, Ts: 1000, HasTs: true}); err != nil {
+		panic(err)
+	}
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		if strings.HasSuffix(mf.GetName(), "exemplars_appended_total") {
+			fmt.Println(mf.GetName(), mf.GetMetric()[0].GetCounter().GetValue())
+		}
+	}
+	// Output:
+	// fork_exemplar_ring_exemplars_appended_total 1
+	// prometheus_tsdb_exemplar_exemplars_appended_total 0
 }

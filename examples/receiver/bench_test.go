@@ -64,7 +64,14 @@ const (
 // directory.
 func newBenchDB(tb testing.TB) *tsdb.DB {
 	tb.Helper()
-	db, cleanup, err := openDB(tb.TempDir(), 100_000, nil)
+	return newDB(tb, 100_000)
+}
+
+// newDB returns a TSDB in a test directory with room for maxExemplars in
+// its exemplar storage (0: off), closed when the test ends.
+func newDB(tb testing.TB, maxExemplars int64) *tsdb.DB {
+	tb.Helper()
+	db, cleanup, err := openDB(tb.TempDir(), maxExemplars, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

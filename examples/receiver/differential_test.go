@@ -17,7 +17,11 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
+
+	"github.com/ingestkit/ingestkit/exemplars"
 )
 
 // step is one HTTP request of a differential case.
@@ -163,13 +167,31 @@ func diffCases(tb testing.TB) []diffCase {
 			captured = append(captured, s)
 		}
 	}
+	// Exemplar-only series, as Prometheus's 1.0 sender sends exemplars
+	// (in series entries of their own): the head refuses the exemplars
+	// of a series it does not hold (storage.ErrNotFound).
+	exOnly := func(t int64, ls labels.Labels) testSeries { return testSeries{ls: ls, exemplars: ex(t, 7)} }
+	lsA := labels.FromStrings("__name__", "a", "job", "x")
+	var capturedAlone []diffCase
+	rs, err := capturedRequests(1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, r := range rs {
+		b, err := r.body(T)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		capturedAlone = append(capturedAlone, diffCase{name: "captured " + r.name + " alone", steps: []step{{body: b}}})
+	}
+
 	valid := v1Step(tb, []testSeries{A(T)})
 	huge := make([]byte, 33<<20)
 	_, _ = rand.Read(huge)
 	truncV1 := encodeV1(tb, e2eSeries(1, T))
 	truncV2 := encodeV2(tb, e2eSeries(2, T))
 
-	return []diffCase{
+	return append([]diffCase{
 		{name: "v1 floats, histograms, exemplars", steps: []step{v1Step(tb, e2eSeries(1, T))}},
 		{name: "v2 floats, histograms, exemplars", steps: []step{v2Step(tb, e2eSeries(2, T))}},
 		{name: "captured rw1 and rw2", steps: captured},
@@ -188,6 +210,12 @@ func diffCases(tb testing.TB) []diffCase {
 		{name: "v2 invalid histogram", steps: []step{v2Step(tb, []testSeries{A(T), {ls: labels.FromStrings("__name__", "h"), hists: []*histogram.Histogram{badHist}, histTs: []int64{T}}})}},
 		{name: "v1 exemplars out of order ignored", steps: []step{v1Step(tb, []testSeries{withEx(A(T), ex(T, 1))}), v1Step(tb, []testSeries{withEx(A(T+1000), ex(T-1000, 2))})}},
 		{name: "v2 exemplar out of order partial", steps: []step{v2Step(tb, []testSeries{withEx(A(T), ex(T, 1))}), v2Step(tb, []testSeries{withEx(A(T+1000), ex(T-1000, 2)), B(T)})}},
+		{name: "v1 exemplar-only series unknown", steps: []step{v1Step(tb, []testSeries{exOnly(T, lsA), B(T)})}},
+		{name: "v1 exemplar-only series before its samples", steps: []step{v1Step(tb, []testSeries{exOnly(T, lsA), A(T)})}},
+		{name: "v1 exemplar-only series after its samples", steps: []step{v1Step(tb, []testSeries{A(T), exOnly(T, lsA)})}},
+		{name: "v1 exemplar-only series known from before", steps: []step{v1Step(tb, []testSeries{A(T)}), v1Step(tb, []testSeries{exOnly(T+1000, lsA)})}},
+		{name: "v1 exemplars of a rolled back request", steps: []step{v1Step(tb, []testSeries{A(T + 1000)}), v1Step(tb, []testSeries{withEx(B(T), ex(T, 1)), A(T)})}},
+		{name: "v2 exemplar-only series", steps: []step{v2Step(tb, []testSeries{A(T)}), v2Step(tb, []testSeries{exOnly(T+1000, lsA), B(T)})}},
 		{name: "v2 exemplar too far in the future", steps: []step{v2Step(tb, []testSeries{withEx(A(T), append(ex(T, 1), ex(future, 2)...))})}},
 		{name: "v2 symbol reference out of range, last series", steps: []step{rawV2(tb, T, map[int][]uint32{1: {0, 1000}}, []string{"__name__", "a"}, []string{"__name__", "b"})}, bodyDiffers: []int{0}},
 		{name: "v2 symbol reference out of range, middle series", steps: []step{rawV2(tb, T, map[int][]uint32{1: {0, 1000}}, []string{"__name__", "a"}, []string{"__name__", "b"}, []string{"__name__", "c"})}, bodyDiffers: []int{0}},
@@ -206,18 +234,42 @@ func diffCases(tb testing.TB) []diffCase {
 		{name: "v1 content type parameter", steps: []step{{contentType: "application/x-protobuf;proto=prometheus.WriteRequest", body: valid.body}}},
 		{name: "GET", steps: []step{{method: http.MethodGet, body: valid.body}}},
 		{name: "GET without body", steps: []step{{method: http.MethodGet}}, bodyDiffers: []int{0}},
-	}
+	}, capturedAlone...)
 }
 
 // TestDifferential sends the same requests to Prometheus's
 // remote.NewWriteHandler and to the Receiver, each over its own tsdb.DB,
 // and compares status codes, the 2.0 written headers, error messages and
-// everything the two TSDBs hold afterwards.
+// everything the two TSDBs hold afterwards; once for each exemplar store
+// of the receiver, the TSDB's own and an exemplars.Ring (then over a TSDB
+// whose exemplar storage is off, as the command runs it), whose exemplars
+// are compared with those of Prometheus's TSDB.
 func TestDifferential(t *testing.T) {
+	for _, store := range []string{"tsdb", "ring"} {
+		t.Run("exemplars="+store, func(t *testing.T) { testDifferential(t, store) })
+	}
+}
+
+func testDifferential(t *testing.T, store string) {
 	for _, c := range diffCases(t) {
 		t.Run(c.name, func(t *testing.T) {
-			dbP, dbK := newBenchDB(t), newBenchDB(t)
-			hP, hK := newImpl(t, "prometheus", dbP), newImpl(t, "ingestkit", dbK)
+			dbP := newBenchDB(t)
+			var dbK *tsdb.DB
+			var exK storage.ExemplarQueryable
+			var opts Options
+			if store == "ring" {
+				dbK = newDB(t, 0)
+				ring := exemplars.New(100_000, exemplars.Options{})
+				exK, opts.Exemplars = ring, RingExemplars{ring}
+			} else {
+				dbK = newBenchDB(t)
+				exK = dbK
+			}
+			hP := newImpl(t, "prometheus", dbP)
+			hK, err := NewReceiver(dbK, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
 			wrote := false
 			for i, s := range c.steps {
 				rP, rK := httptest.NewRecorder(), httptest.NewRecorder()
@@ -243,7 +295,7 @@ func TestDifferential(t *testing.T) {
 					t.Errorf("step %d: body %q, Prometheus %q", i, rK.Body, rP.Body)
 				}
 			}
-			gotK, gotP := dumpDB(t, dbK), dumpDB(t, dbP)
+			gotK, gotP := dumpStorage(t, dbK, exK), dumpDB(t, dbP)
 			if wrote && gotK == "" {
 				t.Errorf("a request succeeded but the TSDB is empty")
 			}

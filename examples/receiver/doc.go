@@ -22,6 +22,13 @@
 // hashring of those endpoints would place there; it does not forward them:
 // scale-out belongs to Thanos, Cortex or Mimir, which embed these blocks.
 //
+// Exemplars go to the TSDB's own exemplar storage, which writes them to
+// its WAL and replays them at start, as in Prometheus. With
+// -exemplar-store ring they go to an exemplars.Ring instead (see
+// [RingExemplars]), in less memory, but in memory only: a restart loses
+// them. TestServerMode runs each mode as a separate process, through a
+// SIGTERM and a restart on the same -data-dir.
+//
 // Concurrency: a [Receiver] serves any number of requests at once; each
 // takes a pooled worker (decoder, appender, error list) for its duration,
 // and shares the body reader's buffer pool, the ref cache, the tracker,

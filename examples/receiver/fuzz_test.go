@@ -13,15 +13,20 @@ import (
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/exemplars"
 )
 
-// FuzzReceive sends the same request to Prometheus's handler and to the
-// Receiver and compares their status, written headers and what the two
-// TSDBs hold. The input is canonicalised first, unmarshalled and marshalled
+// FuzzReceive sends the same request to Prometheus's handler and to two
+// Receivers, one with each exemplar store (the TSDB's own, and an
+// exemplars.Ring over a TSDB whose exemplar storage is off), and compares
+// their status, written headers and what the TSDBs (and the ring) hold. The input is canonicalised first, unmarshalled and marshalled
 // again with Prometheus's generated code, unknown fields dropped: the
 // decoders differ, as documented on ingest.Decoder, on encodings that no
 // encoder produces (overlong varints, huge field numbers, mismatched
@@ -30,12 +35,19 @@ import (
 func FuzzReceive(f *testing.F) {
 	f.Add(encodeV1(f, e2eSeries(1, 1_700_000_000_000)), false)
 	f.Add(encodeV2(f, e2eSeries(2, 1_700_000_000_000)), true)
-	// One pair of receivers for as long as they hold the same data: both
+	// A 1.0 series of exemplars only, as Prometheus's sender sends them,
+	// before the series with samples: the head refuses them.
+	f.Add(encodeV1(f, []testSeries{
+		{ls: labels.FromStrings("__name__", "a"), exemplars: []exemplar.Exemplar{{Labels: labels.FromStrings("trace_id", "1"), Value: 1, Ts: 1_700_000_000_000, HasTs: true}}},
+		floatSeries(1_700_000_000_000, 1, "__name__", "a"),
+	}), false)
+	// One set of receivers for as long as they hold the same data: all
 	// see the same sequence of requests.
 	var (
-		dbP, dbK  *tsdb.DB
-		prom, kit http.Handler
-		cleanups  []func() error
+		dbP, dbK, dbR      *tsdb.DB
+		ring               *exemplars.Ring
+		prom, kit, kitRing http.Handler
+		cleanups           []func() error
 	)
 	f.Cleanup(func() {
 		for _, c := range cleanups {
@@ -44,9 +56,9 @@ func FuzzReceive(f *testing.F) {
 			}
 		}
 	})
-	// fresh closes the pair in use, if any, and opens a new one. In
+	// fresh closes the set in use, if any, and opens a new one. In
 	// fuzzing mode the worker processes are killed at the end without
-	// running f's cleanups, which leaves the last pair's two directories
+	// running f's cleanups, which leaves the last set's directories
 	// behind (ingestkit-receiver-* in the temporary directory).
 	fresh := func(tb testing.TB) {
 		for _, c := range cleanups {
@@ -55,8 +67,12 @@ func FuzzReceive(f *testing.F) {
 			}
 		}
 		cleanups = cleanups[:0]
-		for _, db := range []**tsdb.DB{&dbP, &dbK} {
-			db1, cleanup, err := openDB("", 1000, nil)
+		for _, db := range []**tsdb.DB{&dbP, &dbK, &dbR} {
+			max := int64(1000)
+			if db == &dbR {
+				max = 0 // the ring's
+			}
+			db1, cleanup, err := openDB("", max, nil)
 			if err != nil {
 				tb.Fatal(err)
 			}
@@ -72,6 +88,10 @@ func FuzzReceive(f *testing.F) {
 			tb.Fatal(err)
 		}
 		kit = r
+		ring = exemplars.New(1000, exemplars.Options{})
+		if kitRing, err = NewReceiver(dbR, Options{Exemplars: RingExemplars{ring}}); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	fresh(f)
 	f.Fuzz(func(t *testing.T, pb []byte, v2 bool) {
@@ -105,17 +125,28 @@ func FuzzReceive(f *testing.F) {
 			h.ServeHTTP(w, r)
 			return w
 		}
-		wP, wK := send(prom), send(kit)
-		if wK.Code != wP.Code {
-			t.Fatalf("status %d, Prometheus %d\ningestkit:  %.500s\nprometheus: %.500s", wK.Code, wP.Code, wK.Body, wP.Body)
-		}
-		for _, h := range []string{headerSamplesWritten, headerHistogramsWritten, headerExemplarsWritten} {
-			if gk, gp := wK.Header().Get(h), wP.Header().Get(h); gk != gp {
-				t.Fatalf("%s = %q, Prometheus %q\ningestkit:  %.500s\nprometheus: %.500s", h, gk, gp, wK.Body, wP.Body)
+		wP := send(prom)
+		dumpP := dumpDB(t, dbP)
+		for _, k := range []struct {
+			store string
+			h     http.Handler
+			dump  func() string
+		}{
+			{"tsdb", kit, func() string { return dumpDB(t, dbK) }},
+			{"ring", kitRing, func() string { return dumpStorage(t, dbR, ring) }},
+		} {
+			wK := send(k.h)
+			if wK.Code != wP.Code {
+				t.Fatalf("exemplars=%s: status %d, Prometheus %d\ningestkit:  %.500s\nprometheus: %.500s", k.store, wK.Code, wP.Code, wK.Body, wP.Body)
 			}
-		}
-		if gk, gp := dumpDB(t, dbK), dumpDB(t, dbP); gk != gp {
-			t.Fatalf("TSDBs differ:\n%s", lineDiff(gk, gp))
+			for _, h := range []string{headerSamplesWritten, headerHistogramsWritten, headerExemplarsWritten} {
+				if gk, gp := wK.Header().Get(h), wP.Header().Get(h); gk != gp {
+					t.Fatalf("exemplars=%s: %s = %q, Prometheus %q\ningestkit:  %.500s\nprometheus: %.500s", k.store, h, gk, gp, wK.Body, wP.Body)
+				}
+			}
+			if gk := k.dump(); gk != dumpP {
+				t.Fatalf("exemplars=%s: TSDBs differ:\n%s", k.store, lineDiff(gk, dumpP))
+			}
 		}
 	})
 }

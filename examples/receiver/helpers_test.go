@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 )
@@ -94,6 +95,12 @@ func compress(b []byte) []byte { return snappy.Encode(nil, b) }
 // and one per exemplar, sorted, for comparing two TSDBs.
 func dumpDB(tb testing.TB, db *tsdb.DB) string {
 	tb.Helper()
+	return dumpStorage(tb, db, db)
+}
+
+// dumpStorage is dumpDB with the exemplars of exq (db's own or a ring).
+func dumpStorage(tb testing.TB, db *tsdb.DB, exq storage.ExemplarQueryable) string {
+	tb.Helper()
 	ctx := context.Background()
 	q, err := db.Querier(math.MinInt64, math.MaxInt64)
 	if err != nil {
@@ -132,7 +139,7 @@ func dumpDB(tb testing.TB, db *tsdb.DB) string {
 	if err := ss.Err(); err != nil {
 		tb.Fatal(err)
 	}
-	eq, err := db.ExemplarQuerier(ctx)
+	eq, err := exq.ExemplarQuerier(ctx)
 	if err != nil {
 		tb.Fatal(err)
 	}

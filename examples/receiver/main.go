@@ -59,7 +59,7 @@ func main() {
 	flag.IntVar(&c.maxNameLength, "max-label-name-length", 0, "reject series with a longer label name (0: no limit)")
 	flag.IntVar(&c.maxValueLength, "max-label-value-length", 0, "reject series with a longer label value (0: no limit)")
 	flag.Int64Var(&c.maxExemplars, "max-exemplars", 100_000, "size of the exemplar storage")
-	flag.StringVar(&c.exemplarStore, "exemplar-store", "ring", "where exemplars go: ring (ingestkit's exemplars.Ring, in memory) or tsdb (the TSDB's own exemplar storage, with its WAL)")
+	flag.StringVar(&c.exemplarStore, "exemplar-store", "tsdb", "where exemplars go: tsdb (the TSDB's own exemplar storage, written to its WAL and replayed at start) or ring (ingestkit's exemplars.Ring, in less memory, but in memory only: a restart loses every exemplar; its metrics are "+ringMetricsPrefix+"*)")
 	flag.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
 	flag.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
 	flag.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
@@ -85,7 +85,10 @@ func main() {
 }
 
 // openDB opens a TSDB in dir, or in a fresh temporary directory if dir is
-// empty; cleanup closes it and removes that temporary directory.
+// empty; cleanup closes it and removes that temporary directory. If it
+// fails, or tsdb.Open panics (as a registry does on a metric registered
+// twice), it removes the temporary directory before it returns or the
+// panic goes on.
 func openDB(dir string, maxExemplars int64, reg prometheus.Registerer) (db *tsdb.DB, cleanup func() error, err error) {
 	tmp := ""
 	if dir == "" {
@@ -93,15 +96,17 @@ func openDB(dir string, maxExemplars int64, reg prometheus.Registerer) (db *tsdb
 			return nil, nil, err
 		}
 		dir = tmp
+		defer func() {
+			if db == nil {
+				os.RemoveAll(tmp)
+			}
+		}()
 	}
 	opts := tsdb.DefaultOptions()
 	opts.EnableExemplarStorage = maxExemplars > 0
 	opts.MaxExemplars = maxExemplars
 	db, err = tsdb.Open(dir, slog.New(slog.DiscardHandler), reg, opts, nil)
 	if err != nil {
-		if tmp != "" {
-			os.RemoveAll(tmp)
-		}
 		return nil, nil, fmt.Errorf("opening the TSDB in %s: %w", dir, err)
 	}
 	return db, func() error {
@@ -140,7 +145,7 @@ func newRing(c config) (*ingest.Ring, error) {
 
 // receiverOptions are the Receiver's options from the command line.
 func receiverOptions(c config, ring *ingest.Ring, ex *exemplars.Ring, logger *slog.Logger) Options {
-	var xa ExemplarAppender
+	var xa ExemplarStore
 	if ex != nil {
 		xa = RingExemplars{ex}
 	}
@@ -204,8 +209,17 @@ func seriesCount(r *Receiver, db *tsdb.DB) seriesCountResponse {
 	}
 }
 
-// serve runs the receiver until ctx is done.
+// ringMetricsPrefix is the prefix of the exemplar ring's metrics, which
+// would otherwise have the names that the TSDB's head registers for its
+// own exemplar storage (see exemplars.CollectorOptions).
+const ringMetricsPrefix = "ingestkit_exemplar_ring_"
+
+// serve runs the receiver until ctx is done. Whatever fails, it closes the
+// TSDB and removes the temporary directory it made, if any, before it
+// returns.
 func serve(ctx context.Context, out io.Writer, c config) (err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops purgeLoop whichever way serve returns
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ex, tsdbExemplars, err := exemplarStore(c)
@@ -213,7 +227,9 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		return err
 	}
 	if ex != nil {
-		reg.MustRegister(exemplars.NewCollector(ex))
+		// The head registers Prometheus's exemplar metrics, for its own
+		// storage, even when it is off: the ring's take another prefix.
+		reg.MustRegister(exemplars.NewCollector(ex, exemplars.CollectorOptions{Prefix: ringMetricsPrefix}))
 	}
 	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, reg)
 	if err != nil {

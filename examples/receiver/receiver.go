@@ -107,34 +107,56 @@ type Options struct {
 	// Exemplars is where exemplars go. Nil means the TSDB's own circular
 	// exemplar storage, through storage.ExemplarAppenderV2, as in
 	// Prometheus.
-	Exemplars ExemplarAppender
+	Exemplars ExemplarStore
 
 	// Logger receives one line per rejected request. Nil means none.
 	Logger *slog.Logger
 }
 
-// ExemplarAppender stores the exemplars of one series of a request: es is
-// sorted by timestamp (exemplar.Compare) and holds no exemplar too far in
-// the future; h is the series, resolved by a, the request's appender. It
-// returns what storage.ExemplarAppenderV2 returns: nil, a
-// *storage.AppendPartialError listing the exemplars it rejected, or another
-// error if it stored none.
+// ExemplarStore is where a [Receiver] puts exemplars: the TSDB's own
+// storage unless [Options] give another, such as [RingExemplars]. It
+// makes an [ExemplarAppender] for each of the Receiver's workers, which
+// keeps it for the requests it serves one after the other. An
+// ExemplarStore is used by many requests at once and must be safe for
+// concurrent use by multiple goroutines.
+type ExemplarStore interface {
+	NewExemplarAppender() ExemplarAppender
+}
+
+// ExemplarAppender takes the exemplars of one request at a time, in the
+// request's transaction: AppendExemplars is called for each series with
+// exemplars, then Commit once the TSDB's transaction has committed, or
+// Rollback if it was rolled back or its commit failed.
 //
-// This is where the exemplar ring of package exemplars plugs in, in place
-// of [tsdbExemplars]. An ExemplarAppender is called by many requests at
-// once and must be safe for concurrent use by multiple goroutines.
+// AppendExemplars takes the exemplars of one series: es is sorted by
+// timestamp (exemplar.Compare) and holds no exemplar too far in the
+// future; h is the series, resolved by a, the request's appender. It
+// returns what storage.ExemplarAppenderV2 returns: nil, a
+// *storage.AppendPartialError listing the exemplars it rejected, or
+// another error if it took none. What it takes is stored when Commit is
+// called, and not if Rollback is, as the TSDB does with the exemplars of
+// a transaction.
+//
+// An ExemplarAppender is not safe for concurrent use.
 type ExemplarAppender interface {
 	AppendExemplars(a *ingest.Appender, h *ingest.Handle, es []exemplar.Exemplar) error
+	Commit()
+	Rollback()
 }
 
 // tsdbExemplars is the TSDB's exemplar storage: the exemplars go into the
 // request's transaction through storage.ExemplarAppenderV2, as Prometheus's
-// handler puts them.
+// handler puts them, and the TSDB's own commit and rollback apply to them.
 type tsdbExemplars struct{}
+
+func (tsdbExemplars) NewExemplarAppender() ExemplarAppender { return tsdbExemplars{} }
 
 func (tsdbExemplars) AppendExemplars(a *ingest.Appender, h *ingest.Handle, es []exemplar.Exemplar) error {
 	return a.AppendExemplars(h, es)
 }
+
+func (tsdbExemplars) Commit()   {}
+func (tsdbExemplars) Rollback() {}
 
 // Receiver is an http.Handler for Prometheus remote write 1.0 and 2.0 over a
 // storage.AppendableV2 such as a tsdb.DB, built from ingestkit's blocks: an
@@ -159,7 +181,7 @@ type Receiver struct {
 	tracker   *ingest.Tracker
 	ring      *ingest.Ring
 	tenant    string
-	exemplars ExemplarAppender
+	exemplars ExemplarStore
 	logger    *slog.Logger
 	limits    bool // any label limit set
 	maxLabels int
@@ -357,6 +379,7 @@ type worker struct {
 	r        *Receiver
 	dec      ingest.Decoder
 	app      *ingest.Appender
+	ex       ExemplarAppender
 	errs     errList
 	h        ingest.Handle // the current series'
 	replicas []int
@@ -364,7 +387,7 @@ type worker struct {
 }
 
 func (r *Receiver) newWorker() *worker {
-	wk := &worker{r: r}
+	wk := &worker{r: r, ex: r.exemplars.NewExemplarAppender()}
 	wk.dec.SetInterner(&r.strings)
 	wk.dec.SetSymbolTable(r.symbols)
 	if r.ring != nil {
@@ -467,14 +490,17 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 	a := wk.app
 	if !commit {
 		_ = a.Rollback()
+		wk.ex.Rollback()
 		return remoteapi.WriteResponseStats{}, code, err
 	}
 	if cerr := a.Commit(); cerr != nil {
+		wk.ex.Rollback()
 		if msg == remoteapi.WriteV1MessageType {
 			return remoteapi.WriteResponseStats{}, v1Status(cerr), cerr
 		}
 		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, cerr
 	}
+	wk.ex.Commit()
 	st := &r.stats
 	st.samples.Add(int64(c.Samples))
 	st.histograms.Add(int64(c.Histograms))
@@ -684,7 +710,7 @@ func (wk *worker) appendExemplars(h *ingest.Handle, es []exemplar.Exemplar, maxT
 	if valid == 0 {
 		return 0
 	}
-	err := wk.r.exemplars.AppendExemplars(wk.app, h, es[:valid])
+	err := wk.ex.AppendExemplars(wk.app, h, es[:valid])
 	if err == nil {
 		return len(es) - failed
 	}

@@ -32,10 +32,21 @@ func reportBodyBytes(b *testing.B, before *runtime.MemStats, bodySize int) {
 //   - grow: bytes.Buffer.Grow(ContentLength) then io.Copy, as the Thanos
 //     receive handler does; ReadFrom's final read, at EOF, finds no room
 //     for another 512 bytes and reallocates to twice the size.
-//   - ingestkit: ReadBody from a BodyReader whose pool is never refilled,
-//     so every read allocates afresh: B/op must stay within 1% of the body.
+//   - ingestkit: ReadBody from a BodyReader whose buffers are never
+//     released, so every read allocates its body afresh: B/op must stay
+//     within 1% of the body. The 10 MiB body is above
+//     DefaultMaxPreallocSize, so it grows as it arrives (1, 4, then
+//     10 MiB); the pool serves the growth steps, which are released, so
+//     that it costs copies but no more memory.
+//   - ingestkit-trusted: the same with MaxPreallocSize at the body limit,
+//     so that every Content-Length is trusted and sized once: against
+//     ingestkit, what growing as the bytes arrive costs (nothing up to
+//     1 MiB, where the two do the same).
 //   - ingestkit-pooled: ReadBody and Release: the steady state of a
-//     receiver, with no allocation.
+//     receiver, with no allocation (a pooled buffer that fits serves an
+//     untrusted length too).
+//   - ingestkit-inflight: ingestkit-pooled under MaxInflightBytes: what
+//     counting the bytes in flight costs.
 func BenchmarkReadBody(b *testing.B) {
 	for _, size := range []struct {
 		name string
@@ -83,6 +94,14 @@ func BenchmarkReadBody(b *testing.B) {
 			}
 			return len(buf.B) // not released: the pool stays empty
 		})
+		trusted := NewBodyReader(BodyOptions{MaxPreallocSize: DefaultMaxBodySize})
+		bench("ingestkit-trusted", func() int {
+			buf, err := trusted.ReadBody(r, contentLength)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return len(buf.B) // not released: the pool stays empty
+		})
 		pooled := NewBodyReader(BodyOptions{})
 		bench("ingestkit-pooled", func() int {
 			buf, err := pooled.ReadBody(r, contentLength)
@@ -91,6 +110,16 @@ func BenchmarkReadBody(b *testing.B) {
 			}
 			n := len(buf.B)
 			pooled.Release(buf)
+			return n
+		})
+		limited := NewBodyReader(BodyOptions{MaxInflightBytes: 256 << 20})
+		bench("ingestkit-inflight", func() int {
+			buf, err := limited.ReadBody(r, contentLength)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := len(buf.B)
+			limited.Release(buf)
 			return n
 		})
 	}
@@ -128,6 +157,7 @@ func bodyBenchRequests(b *testing.B) []bodyBenchRequest {
 //     check, snappy.Decode) followed by the io.ReadAll of the decoded body
 //     that writeHandler.Store does.
 //   - ingestkit: ReadRequest and Release, in the steady state.
+//   - ingestkit-inflight: the same under MaxInflightBytes.
 //
 // SetBytes is the compressed size, as it arrives.
 func BenchmarkReadRequest(b *testing.B) {
@@ -163,26 +193,32 @@ func BenchmarkReadRequest(b *testing.B) {
 				}
 			}
 		})
-		b.Run("file="+rq.name+"/impl=ingestkit", func(b *testing.B) {
-			var br BodyReader
-			b.ReportAllocs()
-			b.SetBytes(int64(len(rq.raw)))
-			for b.Loop() {
-				reset()
-				buf, err := br.ReadRequest(req)
-				if err != nil || len(buf.B) != rq.decoded {
-					b.Fatalf("ReadRequest = %v, want %d bytes", err, rq.decoded)
+		for _, c := range []struct {
+			impl string
+			opts BodyOptions
+		}{{"ingestkit", BodyOptions{}}, {"ingestkit-inflight", BodyOptions{MaxInflightBytes: 256 << 20}}} {
+			b.Run("file="+rq.name+"/impl="+c.impl, func(b *testing.B) {
+				br := NewBodyReader(c.opts)
+				b.ReportAllocs()
+				b.SetBytes(int64(len(rq.raw)))
+				for b.Loop() {
+					reset()
+					buf, err := br.ReadRequest(req)
+					if err != nil || len(buf.B) != rq.decoded {
+						b.Fatalf("ReadRequest = %v, want %d bytes", err, rq.decoded)
+					}
+					br.Release(buf)
 				}
-				br.Release(buf)
-			}
-		})
+			})
+		}
 	}
 }
 
 // BenchmarkBodyReaderParallel reads and decodes a captured request from all
 // Ps at once through one BodyReader, to show that its pool does not
 // contend: ns/op should fall with GOMAXPROCS, as for impl=prometheus, which
-// shares nothing.
+// shares nothing. impl=ingestkit-inflight adds MaxInflightBytes, whose
+// counter all Ps update.
 func BenchmarkBodyReaderParallel(b *testing.B) {
 	rq := bodyBenchRequests(b)[0]
 	b.Run("file="+rq.name+"/impl=prometheus", func(b *testing.B) {
@@ -213,8 +249,16 @@ func BenchmarkBodyReaderParallel(b *testing.B) {
 			}
 		})
 	})
-	b.Run("file="+rq.name+"/impl=ingestkit", func(b *testing.B) {
-		var br BodyReader
+	for _, c := range []struct {
+		impl string
+		opts BodyOptions
+	}{{"ingestkit", BodyOptions{}}, {"ingestkit-inflight", BodyOptions{MaxInflightBytes: 256 << 20}}} {
+		benchBodyReaderParallel(b, rq, c.impl, NewBodyReader(c.opts))
+	}
+}
+
+func benchBodyReaderParallel(b *testing.B, rq bodyBenchRequest, impl string, br *BodyReader) {
+	b.Run("file="+rq.name+"/impl="+impl, func(b *testing.B) {
 		b.ReportAllocs()
 		b.SetBytes(int64(len(rq.raw)))
 		b.RunParallel(func(pb *testing.PB) {

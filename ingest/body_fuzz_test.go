@@ -104,13 +104,15 @@ func FuzzDecodeSnappy(f *testing.F) {
 // FuzzReadBody reads an arbitrary body announced with an arbitrary length,
 // through readers that split it in various ways: the result must be exactly
 // the body or the sentinel the lengths call for, after reading no more than
-// allowed. extra, modulo 1 MiB+2, appends that many bytes to the body, so
+// allowed, whether the buffer was preallocated or grew. extra, modulo 1 MiB+2, appends that many bytes to the body, so
 // that large bodies are reached without large corpus files.
 func FuzzReadBody(f *testing.F) {
 	f.Add([]byte("body"), int64(4), uint32(0), uint8(0), uint8(4))
 	f.Add([]byte{}, int64(-1), uint32(5000), uint8(1), uint8(4))
 	f.Add([]byte("x"), int64(10<<30), uint32(0), uint8(2), uint8(7))
-	brs := bodyFuzzReaders(f, func(limit int64) BodyOptions { return BodyOptions{MaxBodySize: limit} })
+	// Bodies announced above 5000 bytes grow as they arrive; the others
+	// are preallocated.
+	brs := bodyFuzzReaders(f, func(limit int64) BodyOptions { return BodyOptions{MaxBodySize: limit, MaxPreallocSize: 5000} })
 	readers := [...]func(io.Reader) io.Reader{
 		func(r io.Reader) io.Reader { return r },
 		iotest.OneByteReader,

@@ -68,6 +68,16 @@ func bodyTestReader(tb testing.TB, opts BodyOptions) *BodyReader {
 	return br
 }
 
+// bodyBuffer returns br.buffer(n), which must not fail.
+func bodyBuffer(tb testing.TB, br *BodyReader, n int) *Buffer {
+	tb.Helper()
+	b, err := br.buffer(n)
+	if err != nil {
+		tb.Fatalf("buffer(%d) = %v", n, err)
+	}
+	return b
+}
+
 // drain empties br's pools, so that its buffers are garbage now.
 func (br *BodyReader) drain() {
 	for i := range br.pools {
@@ -336,7 +346,7 @@ func TestReadBodyInvalidCountPanics(t *testing.T) {
 }
 
 func TestNewBodyReaderPanics(t *testing.T) {
-	for _, opts := range []BodyOptions{{MaxBodySize: -1}, {MaxDecodedSize: -1}} {
+	for _, opts := range []BodyOptions{{MaxBodySize: -1}, {MaxDecodedSize: -1}, {MaxPreallocSize: -1}, {MaxInflightBytes: -1}} {
 		func() {
 			defer func() {
 				if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "ingest: ") {
@@ -678,57 +688,67 @@ func TestReadBodyHTTPBroken(t *testing.T) {
 	}
 }
 
-// TestBodyAllocs asserts the steady-state allocation contracts: none.
+// TestBodyAllocs asserts the steady-state allocation contracts: none, with
+// or without an in-flight limit, also for a body announced above
+// MaxPreallocSize.
 func TestBodyAllocs(t *testing.T) {
 	if bodyRaceEnabled() {
 		t.Skip("sync.Pool drops buffers at random under the race detector")
 	}
 	const size = 1 << 20
-	data := bodyRandom(size)
+	const large = 3<<20 + 5 // above DefaultMaxPreallocSize
+	data := bodyRandom(large)
 	compressed := snappy.Encode(nil, bodyHalfCompressible(size))
-	br := bodyTestReader(t, BodyOptions{})
-	rd := bytes.NewReader(nil)
-	var r io.Reader = bodyOnlyReader{rd} // converted once: the conversion allocates
-	req := httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
-	req.Header.Set("Content-Encoding", "snappy")
-	body := io.NopCloser(r)
-	for _, c := range []struct {
-		name string
-		f    func() (*Buffer, error)
-	}{
-		{"ReadBody/known", func() (*Buffer, error) { rd.Reset(data); return br.ReadBody(r, size) }},
-		{"ReadBody/known-odd", func() (*Buffer, error) { rd.Reset(data[:size-3]); return br.ReadBody(r, size-3) }},
-		{"ReadBody/unknown", func() (*Buffer, error) { rd.Reset(data); return br.ReadBody(r, -1) }},
-		{"DecodeSnappy", func() (*Buffer, error) { return br.DecodeSnappy(compressed) }},
-		{"ReadRequest", func() (*Buffer, error) {
-			rd.Reset(compressed)
-			req.Body, req.ContentLength = body, int64(len(compressed))
-			return br.ReadRequest(req)
-		}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			allocs := testing.AllocsPerRun(100, func() {
-				b, err := c.f()
-				if err != nil {
-					t.Fatal(err)
+	for _, opts := range []BodyOptions{{}, {MaxInflightBytes: 1 << 30}} {
+		br := bodyTestReader(t, opts)
+		rd := bytes.NewReader(nil)
+		var r io.Reader = bodyOnlyReader{rd} // converted once: the conversion allocates
+		req := httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
+		req.Header.Set("Content-Encoding", "snappy")
+		body := io.NopCloser(r)
+		for _, c := range []struct {
+			name string
+			f    func() (*Buffer, error)
+		}{
+			{"ReadBody/known", func() (*Buffer, error) { rd.Reset(data[:size]); return br.ReadBody(r, size) }},
+			{"ReadBody/known-odd", func() (*Buffer, error) { rd.Reset(data[:size-3]); return br.ReadBody(r, size-3) }},
+			{"ReadBody/untrusted", func() (*Buffer, error) { rd.Reset(data); return br.ReadBody(r, large) }},
+			{"ReadBody/unknown", func() (*Buffer, error) { rd.Reset(data[:size]); return br.ReadBody(r, -1) }},
+			{"DecodeSnappy", func() (*Buffer, error) { return br.DecodeSnappy(compressed) }},
+			{"ReadRequest", func() (*Buffer, error) {
+				rd.Reset(compressed)
+				req.Body, req.ContentLength = body, int64(len(compressed))
+				return br.ReadRequest(req)
+			}},
+		} {
+			t.Run(fmt.Sprintf("%s/inflight=%d", c.name, opts.MaxInflightBytes), func(t *testing.T) {
+				allocs := testing.AllocsPerRun(100, func() {
+					b, err := c.f()
+					if err != nil {
+						t.Fatal(err)
+					}
+					br.Release(b)
+				})
+				if allocs != 0 {
+					t.Errorf("%s allocates %v times in the steady state, want 0", c.name, allocs)
 				}
-				br.Release(b)
 			})
-			if allocs != 0 {
-				t.Errorf("%s allocates %v times in the steady state, want 0", c.name, allocs)
-			}
-		})
+		}
+		if got := br.inflight.Load(); got != 0 {
+			t.Errorf("after the runs, %d bytes are charged, want 0", got)
+		}
 	}
 }
 
 var bodySink []byte
 
-// TestReadBodyFresh checks the memory of a read the pool cannot serve: the
-// Buffer and exactly the body, 4 KiB at least.
+// TestReadBodyFresh checks the memory of a read the pool cannot serve, of a
+// trusted Content-Length: the Buffer and exactly the body, 4 KiB at least.
+// (TestReadBodyGrowingFresh checks untrusted ones.)
 func TestReadBodyFresh(t *testing.T) {
 	for _, size := range []int{0, 1, 129, 4 << 10, 4<<10 + 1, 1 << 20, 1<<20 + 3, 10 << 20} {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
-			br := bodyTestReader(t, BodyOptions{})
+			br := bodyTestReader(t, BodyOptions{MaxPreallocSize: DefaultMaxBodySize})
 			data := bodyRandom(size)
 			rd := bytes.NewReader(data)
 			var r io.Reader = bodyOnlyReader{rd}
@@ -803,30 +823,30 @@ func TestBodyPoolClasses(t *testing.T) {
 	}
 	br := bodyTestReader(t, BodyOptions{})
 	// A buffer of an odd length serves that length again.
-	b := br.buffer(5000)
+	b := bodyBuffer(t, br, 5000)
 	if cap(b.B) != 5000 {
 		t.Fatalf("fresh buffer(5000) = cap %d, want 5000", cap(b.B))
 	}
 	br.Release(b)
-	if b2 := br.buffer(5000); b2 != b {
+	if b2 := bodyBuffer(t, br, 5000); b2 != b {
 		t.Errorf("buffer(5000) after Release = a new buffer, want the released one")
 	}
 	// A longer one in the same class does not fit it: rounded up to the
 	// class size, it then serves the whole class.
 	br.Release(b)
-	b3 := br.buffer(6000)
+	b3 := bodyBuffer(t, br, 6000)
 	if cap(b3.B) != 8192 {
 		t.Errorf("buffer(6000) with a 5000-byte buffer pooled = cap %d, want 8192", cap(b3.B))
 	}
 	br.Release(b3)
-	if b4 := br.buffer(7000); b4 != b3 {
+	if b4 := bodyBuffer(t, br, 7000); b4 != b3 {
 		t.Errorf("buffer(7000) = a new buffer, want the 8192-byte one")
 	}
 	// A buffer grown past the limits is not pooled.
 	small := bodyTestReader(t, BodyOptions{MaxBodySize: 8 << 10, MaxDecodedSize: 8 << 10})
 	big := &Buffer{B: make([]byte, 16<<10)}
 	small.Release(big)
-	if b := small.buffer(16 << 10); b == big {
+	if b := bodyBuffer(t, small, 16<<10); b == big {
 		t.Errorf("Release kept a buffer larger than both limits")
 	}
 	small.Release(nil) // ignored

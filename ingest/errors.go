@@ -47,6 +47,18 @@ var (
 	// Request.
 	ErrSnappyCorrupt = errors.New("ingest: request body is not a valid snappy block")
 
+	// ErrInflightLimit is returned when a buffer for a request body, one of
+	// its growth steps or its snappy-decoded form would take the bytes of
+	// the buffers in flight past [BodyOptions.MaxInflightBytes]; nothing
+	// more has been allocated, and the request's other buffers have been
+	// released. The server is over its capacity, not the client: a handler
+	// should answer 503 Service Unavailable, which Prometheus's sender
+	// retries with backoff. (429 Too Many Requests would lose the data: the
+	// sender retries it only with retry_on_http_429, off by default in
+	// Prometheus v0.316.0. Mimir answers its in-flight bytes limit over
+	// HTTP with 500, also retried.)
+	ErrInflightLimit = errors.New("ingest: request body buffers in flight over the limit")
+
 	// ErrContentEncoding is returned by [BodyReader.ReadRequest] when the
 	// request's Content-Encoding is neither absent nor "snappy", the only
 	// encoding of the remote-write protocols. A handler should answer 415

@@ -18,6 +18,14 @@
 //	go run ./examples/receiver -listen 127.0.0.1:9201 -data-dir /tmp/tsdb \
 //		-peers r1:10901,r2:10901,r3:10901 -replication-factor 2
 //
+// Its server closes a connection whose request is not read within
+// -read-timeout (30s, the remote_timeout of Prometheus's sender) and one
+// left idle for -idle-timeout (5m), and the body reader holds at most
+// -max-inflight-bytes (256 MiB) of request bodies at once, answering 503
+// beyond it; a client that announces a large body and sends little holds
+// at most 1 MiB, or four times what it sent, meanwhile
+// (TestSlowBodyAttack). -help lists every flag.
+//
 // With -peers it reports, per endpoint, the series that a Thanos receive
 // hashring of those endpoints would place there; it does not forward them:
 // scale-out belongs to Thanos, Cortex or Mimir, which embed these blocks.

@@ -43,7 +43,30 @@ type config struct {
 	purgeInterval   time.Duration
 	activeIdle      time.Duration
 	syntheticSeries int
+
+	// The HTTP server's limits (see newServer).
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	writeTimeout      time.Duration
+	idleTimeout       time.Duration
+	maxInflightBytes  int64
 }
+
+// Defaults of the HTTP server's limits.
+const (
+	// defaultReadTimeout is the remote_timeout of Prometheus's sender: a
+	// request not read by then has been given up by its sender.
+	defaultReadTimeout = 30 * time.Second
+	// defaultIdleTimeout is how long Prometheus's own web server keeps an
+	// idle connection (its -web.read-timeout, which serves as its idle
+	// timeout).
+	defaultIdleTimeout = 5 * time.Minute
+	// defaultMaxInflightBytes holds 4 requests at the largest body and
+	// decoded sizes (32 MiB each) at once, or some 450 of the 0.56 MiB
+	// (compressed and decoded) of a Prometheus sender at its default batch
+	// size (testdata/remote-write).
+	defaultMaxInflightBytes = 256 << 20
+)
 
 func main() {
 	var c config
@@ -63,6 +86,11 @@ func main() {
 	flag.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
 	flag.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
 	flag.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
+	flag.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "longest time to read a request's headers (0: -read-timeout)")
+	flag.DurationVar(&c.readTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included, after which the connection is closed (0: none); the default is the remote_timeout of Prometheus's sender")
+	flag.DurationVar(&c.writeTimeout, "write-timeout", 0, "longest time from the end of a request's headers to the end of its response, processing included (0: none, as Prometheus)")
+	flag.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection waits for its next request (0: -read-timeout); the default is Prometheus's")
+	flag.Int64Var(&c.maxInflightBytes, "max-inflight-bytes", defaultMaxInflightBytes, "most bytes of request bodies, compressed and decoded, held at once across all requests; a request beyond it is answered 503, which Prometheus's sender retries (a request needs up to 64 MiB; 0: no limit)")
 	flag.Parse()
 
 	var err error
@@ -150,6 +178,7 @@ func receiverOptions(c config, ring *ingest.Ring, ex *exemplars.Ring, logger *sl
 		xa = RingExemplars{ex}
 	}
 	return Options{
+		MaxInflightBytes:    c.maxInflightBytes,
 		Exemplars:           xa,
 		MaxLabelsPerSeries:  c.maxLabels,
 		MaxLabelNameLength:  c.maxNameLength,
@@ -249,7 +278,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: newMux(r, db, reg), ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(c, newMux(r, db, reg))
 	go purgeLoop(ctx, r, c.purgeInterval, c.activeIdle)
 	fmt.Fprintf(out, "receiver: remote write on http://%s/api/v1/write, TSDB in %s\n", ln.Addr(), db.Dir())
 	errc := make(chan error, 1)
@@ -262,6 +291,21 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// newServer returns the HTTP server of h with the timeouts of the command
+// line. The read timeout closes a connection whose request is not all in by
+// then, which is what frees the body buffer of a client that announced more
+// than it sends (the body reader's in-flight limit bounds how much such
+// clients hold meanwhile).
+func newServer(c config, h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: c.readHeaderTimeout,
+		ReadTimeout:       c.readTimeout,
+		WriteTimeout:      c.writeTimeout,
+		IdleTimeout:       c.idleTimeout,
+	}
 }
 
 // purgeLoop drops idle series from the ref cache and the tracker (see

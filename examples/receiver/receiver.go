@@ -85,6 +85,13 @@ type Options struct {
 	// answered 400, as Prometheus does. Zero means 32 MiB, Prometheus's
 	// limit.
 	MaxDecodedSize int64
+	// MaxInflightBytes bounds the memory of the request bodies being read
+	// or decoded at once, across all requests
+	// (ingest.BodyOptions.MaxInflightBytes); a request that would go past
+	// it is answered 503 at once, which Prometheus's sender retries. A
+	// request needs up to MaxBodySize+MaxDecodedSize of it. Zero means no
+	// limit, as in Prometheus; the command sets one (-max-inflight-bytes).
+	MaxInflightBytes int64
 
 	// MaxLabelsPerSeries, MaxLabelNameLength and MaxLabelValueLength
 	// reject, with a 400 that names the series, a series with more labels
@@ -188,7 +195,7 @@ type Receiver struct {
 	maxName   int
 	maxValue  int
 
-	maxBody, maxDecoded int64 // for error messages
+	maxBody, maxDecoded, maxInflight int64 // for error messages
 
 	strings labels.Table
 	symbols *promlabels.SymbolTable // for the dedupelabels build; shared by all decoders
@@ -229,9 +236,12 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
+	body := ingest.NewBodyReader(ingest.BodyOptions{
+		MaxBodySize: opts.MaxBodySize, MaxDecodedSize: opts.MaxDecodedSize, MaxInflightBytes: opts.MaxInflightBytes,
+	})
 	r := &Receiver{
 		db:        db,
-		body:      ingest.NewBodyReader(ingest.BodyOptions{MaxBodySize: opts.MaxBodySize, MaxDecodedSize: opts.MaxDecodedSize}),
+		body:      body,
 		cache:     ingest.NewCache(ingest.CacheOptions{}),
 		tracker:   tracker,
 		ring:      opts.Ring,
@@ -244,6 +254,7 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 		symbols:   promlabels.NewSymbolTable(),
 	}
 	r.maxBody, r.maxDecoded = cmp.Or(opts.MaxBodySize, ingest.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, ingest.DefaultMaxDecodedSize)
+	r.maxInflight = opts.MaxInflightBytes
 	r.limits = r.maxLabels > 0 || r.maxName > 0 || r.maxValue > 0
 	if r.exemplars == nil {
 		r.exemplars = tsdbExemplars{}
@@ -304,7 +315,10 @@ func (r *Receiver) Purge(keepFrom time.Time) (cache, active int) {
 // Prometheus's handler, whose snappy middleware runs before its method and
 // content-type checks: Content-Encoding (415), body size (413), body and
 // snappy block (400), method (405), Content-Type (415), then the request
-// itself.
+// itself. With Options.MaxInflightBytes, a body the budget cannot hold is
+// answered 503 (Prometheus has no such limit). The body's buffer is
+// released, and its bytes refunded to the budget, when ServeHTTP returns,
+// also if it panics.
 func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r.stats.requests.Add(1)
 	if enc := req.Header.Get("Content-Encoding"); enc != "" && enc != "snappy" {
@@ -319,6 +333,12 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	case errors.Is(err, ingest.ErrDecodedTooLarge):
 		r.fail(w, http.StatusBadRequest, fmt.Errorf("decoded size exceeds the %v bytes limit", r.maxDecoded))
+		return
+	case errors.Is(err, ingest.ErrInflightLimit):
+		// The receiver's memory, not the client, is at fault: a 5xx, which
+		// Prometheus's sender retries with backoff (it drops a batch
+		// answered 429 unless retry_on_http_429 is set).
+		r.fail(w, http.StatusServiceUnavailable, fmt.Errorf("request bodies in flight exceed the %v bytes limit; retry later", r.maxInflight))
 		return
 	case err != nil:
 		r.fail(w, http.StatusBadRequest, err)

@@ -1,3 +1,7 @@
+// The peers' hash is that of the default stringlabels build (see promHasher).
+
+//go:build !slicelabels && !dedupelabels
+
 package peers
 
 import (

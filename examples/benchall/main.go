@@ -19,11 +19,15 @@
 // It finds the benchmarks itself: every package of the module (go list
 // ./...) whose _test.go files hold a Benchmark function that names
 // sub-benchmarks "impl=", so that a package added later is picked up
-// without changing this program. Flags select fewer packages or runs, for
+// without changing this program. It looks in the same way through the
+// nested modules that -modules names, by default examples/peers, whose
+// benchmarks compare ingestkit with other projects' decoders and need
+// dependencies that the library's go.mod does not have: their go commands
+// run in the module's directory. Flags select fewer packages or runs, for
 // a quick check:
 //
 //	go run ./examples/benchall -list
-//	go run ./examples/benchall -pkgs ./labels -count 1 -benchtime 100x -out /tmp/BENCHMARKS.md
+//	go run ./examples/benchall -pkgs ./labels -modules '' -count 1 -benchtime 100x -out /tmp/BENCHMARKS.md
 package main
 
 import (
@@ -50,6 +54,7 @@ const benchstat = "golang.org/x/perf/cmd/benchstat@latest"
 
 type config struct {
 	pkgs      string
+	modules   string
 	count     int
 	benchtime string
 	timeout   string
@@ -62,6 +67,7 @@ type config struct {
 func main() {
 	var c config
 	flag.StringVar(&c.pkgs, "pkgs", "./...", "comma-separated package patterns to look for benchmarks in")
+	flag.StringVar(&c.modules, "modules", "examples/peers", "comma-separated directories of nested modules to look for benchmarks in (all their packages), relative to the working directory; empty for none")
 	flag.IntVar(&c.count, "count", 6, "go test -count: runs of each benchmark, for benchstat's statistics")
 	flag.StringVar(&c.benchtime, "benchtime", "", "go test -benchtime (default go test's, 1s)")
 	flag.StringVar(&c.timeout, "timeout", "120m", "go test -timeout of each benchmark function's run")
@@ -76,16 +82,30 @@ func main() {
 	}
 }
 
-// pkgBenchmarks is a package and its side-by-side benchmarks.
+// pkgBenchmarks is a package and its side-by-side benchmarks. modDir is
+// the directory of the nested module the package belongs to, where its go
+// commands run, or "" for the module of the working directory.
 type pkgBenchmarks struct {
-	importPath, dir string
-	benchmarks      []string
+	importPath, dir, modDir string
+	benchmarks              []string
 }
 
 func run(c config, log io.Writer) error {
-	pkgs, err := findBenchmarks(strings.Split(c.pkgs, ","))
+	pkgs, err := findBenchmarks("", strings.Split(c.pkgs, ","))
 	if err != nil {
 		return err
+	}
+	var modules []string
+	for _, m := range strings.Split(c.modules, ",") {
+		if m = strings.TrimSpace(m); m == "" {
+			continue
+		}
+		modules = append(modules, m)
+		more, err := findBenchmarks(m, []string{"./..."})
+		if err != nil {
+			return err
+		}
+		pkgs = append(pkgs, more...)
 	}
 	if len(pkgs) == 0 {
 		return fmt.Errorf("no impl= benchmarks in %s", c.pkgs)
@@ -124,12 +144,18 @@ func run(c config, log io.Writer) error {
 				args = append(args, "-benchtime", c.benchtime)
 			}
 			args = append(args, p.importPath)
-			cmds = append(cmds, "go "+shellQuote(args))
+			cmd := "go " + shellQuote(args)
+			if p.modDir != "" {
+				cmd = "(cd " + shellQuote([]string{p.modDir}) + " && " + cmd + ")"
+			}
+			cmds = append(cmds, cmd)
 			rawFile := filepath.Join(rawDir, strings.ReplaceAll(p.importPath, "/", "_")+"_"+name+".txt")
 			out, err := os.ReadFile(rawFile)
 			if !c.reuse || err != nil {
 				fmt.Fprintf(log, "benchall: go %s\n", strings.Join(args, " "))
-				out, err = exec.Command("go", args...).CombinedOutput()
+				goTest := exec.Command("go", args...)
+				goTest.Dir = p.modDir
+				out, err = goTest.CombinedOutput()
 				if werr := os.WriteFile(rawFile, out, 0o644); werr != nil {
 					return werr
 				}
@@ -142,9 +168,14 @@ func run(c config, log io.Writer) error {
 			if cpu == "" {
 				cpu = cpuFromOutput(out)
 			}
-			t, err := exec.Command("go", "run", benchstat, "-col", "/impl", rawFile).CombinedOutput()
+			// Output, not CombinedOutput: go run's "go: downloading" lines
+			// go to stderr and are no part of the table.
+			var stderr bytes.Buffer
+			bs := exec.Command("go", "run", benchstat, "-col", "/impl", rawFile)
+			bs.Stderr = &stderr
+			t, err := bs.Output()
 			if err != nil {
-				return fmt.Errorf("benchstat %s: %w\n%s", rawFile, err, t)
+				return fmt.Errorf("benchstat %s: %w\n%s%s", rawFile, err, t, stderr.Bytes())
 			}
 			if i > 0 {
 				table.WriteString("\n")
@@ -162,11 +193,26 @@ func run(c config, log io.Writer) error {
 	if c.benchtime != "" {
 		fmt.Fprintf(&md, " -benchtime %s", c.benchtime)
 	}
-	fmt.Fprintf(&md, " -pkgs %s`). Each table compares ingestkit (`impl=ingestkit`) with the code it replaces, on the same machine in the same run, as `%s -col /impl` prints it: ratios and p-values, not single timings. Each benchmark function ran in a `go test` process of its own.\n\n", c.pkgs, "benchstat")
+	fmt.Fprintf(&md, " -pkgs %s -modules '%s'`). Each table compares ingestkit (`impl=ingestkit`) with the code it replaces, on the same machine in the same run, as `%s -col /impl` prints it: ratios and p-values, not single timings. Each benchmark function ran in a `go test` process of its own.\n\n", c.pkgs, c.modules, "benchstat")
 	fmt.Fprintf(&md, "- Date: %s\n", start.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&md, "- Machine: %s, %d logical CPUs, %s/%s; load average at the start: %s\n", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, load)
 	fmt.Fprintf(&md, "- Go: %s\n", strings.TrimSpace(goVersion))
 	fmt.Fprintf(&md, "- Prometheus: github.com/prometheus/prometheus %s\n", strings.TrimSpace(promVersion))
+	for _, m := range modules {
+		cmd := exec.Command("go", "list", "-m", "-f", "{{if not .Main}}{{if not .Indirect}}{{.Path}} {{.Version}}{{with .Replace}} => {{.Path}} {{.Version}}{{end}}\n{{end}}{{end}}", "all")
+		cmd.Dir = m
+		deps, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("go list -m in %s: %w", m, err)
+		}
+		var reqs []string
+		for line := range strings.Lines(string(deps)) {
+			if line = strings.TrimSpace(line); line != "" {
+				reqs = append(reqs, line)
+			}
+		}
+		fmt.Fprintf(&md, "- %s requires: %s\n", m, strings.Join(reqs, ", "))
+	}
 	fmt.Fprintf(&md, "- Duration: %s\n", time.Since(start).Round(time.Second))
 	for _, s := range sections {
 		fmt.Fprintf(&md, "\n## %s\n\n```sh\n%s\n```\n\n```text\n%s```\n", s.pkg, s.cmd, s.table)
@@ -191,14 +237,18 @@ func dropHeader(t []byte) []byte {
 	return t
 }
 
-// findBenchmarks lists the packages matching patterns, with their
+// findBenchmarks lists the packages matching patterns in the module of
+// directory modDir ("" for the working directory's), with their
 // side-by-side benchmarks, in import-path order.
-func findBenchmarks(patterns []string) ([]pkgBenchmarks, error) {
+func findBenchmarks(modDir string, patterns []string) ([]pkgBenchmarks, error) {
 	args := append([]string{"list", "-f", "{{.ImportPath}}\t{{.Dir}}"}, patterns...)
-	out, err := output("go", args...)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = modDir
+	b, err := cmd.Output()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("go %s in %q: %w", strings.Join(args, " "), modDir, err)
 	}
+	out := string(b)
 	var pkgs []pkgBenchmarks
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
@@ -211,7 +261,7 @@ func findBenchmarks(patterns []string) ([]pkgBenchmarks, error) {
 			return nil, err
 		}
 		if len(names) > 0 {
-			pkgs = append(pkgs, pkgBenchmarks{importPath: path, dir: dir, benchmarks: names})
+			pkgs = append(pkgs, pkgBenchmarks{importPath: path, dir: dir, modDir: modDir, benchmarks: names})
 		}
 	}
 	return pkgs, sc.Err()

@@ -93,3 +93,41 @@ func TestDropHeader(t *testing.T) {
 		t.Fatalf("dropHeader() of a table without a header = %q", got)
 	}
 }
+
+// TestFindBenchmarksModule checks that the benchmarks of a nested module are
+// found by running go list in the module's directory, and are run there.
+func TestFindBenchmarksModule(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir()) // go list reports the real path
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"go.mod": "module example.com/nested\n\ngo 1.21\n",
+		"x/x_test.go": `package x
+
+import "testing"
+
+func BenchmarkPeers(b *testing.B) { b.Run("impl=peer", func(b *testing.B) {}) }
+`,
+		"y/y.go": "package y\n",
+	}
+	for name, src := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := findBenchmarks(dir, []string{"./..."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []pkgBenchmarks{{importPath: "example.com/nested/x", dir: filepath.Join(dir, "x"), modDir: dir, benchmarks: []string{"BenchmarkPeers"}}}
+	if !slices.EqualFunc(got, want, func(a, b pkgBenchmarks) bool {
+		return a.importPath == b.importPath && a.dir == b.dir && a.modDir == b.modDir && slices.Equal(a.benchmarks, b.benchmarks)
+	}) {
+		t.Errorf("findBenchmarks(%q, ./...) = %+v, want %+v", dir, got, want)
+	}
+}

@@ -1,0 +1,57 @@
+// The peers' hash is that of the default stringlabels build (see promHasher).
+
+//go:build !slicelabels && !dedupelabels
+
+package peers
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// benchSink keeps the compiler from dropping the benchmarks' work.
+var benchSink uint64
+
+// BenchmarkDecode compares ingestkit's Decoder with the decoders of the
+// fastest peers and with Prometheus's handler, on the same uncompressed
+// bytes, with the sub-benchmark names of the root module's BenchmarkDecode:
+// series=5000 is its synthetic request of float series with ten labels,
+// case=captured its real request (rw1-0005, rw2-0006). Every impl sinks the
+// same work (see decoder), so impl=victoriametrics and impl=mimir include
+// the Prometheus-compatible hash that ingestkit and Prometheus compute;
+// impl=victoriametrics decodes remote-write 1.0 only.
+func BenchmarkDecode(b *testing.B) {
+	for _, rw := range []int{1, 2} {
+		cases := []struct {
+			name string
+			buf  []byte
+		}{
+			{"series=5000", syntheticRequest(b, rw, 5000, false)},
+			{"case=captured", capturedBody(b, capturedFiles(b, rw)[0])},
+		}
+		for _, c := range cases {
+			for _, impl := range impls {
+				if !slices.Contains(impl.rw, rw) {
+					continue
+				}
+				b.Run(fmt.Sprintf("rw=%d/%s/impl=%s", rw, c.name, impl.name), func(b *testing.B) {
+					b.ReportAllocs()
+					b.SetBytes(int64(len(c.buf)))
+					d := impl.new()
+					// Grow the reused buffers and pools outside the timing.
+					if _, err := d.decode(c.buf, rw, nil); err != nil {
+						b.Fatal(err)
+					}
+					for b.Loop() {
+						sink, err := d.decode(c.buf, rw, nil)
+						if err != nil {
+							b.Fatal(err)
+						}
+						benchSink += sink
+					}
+				})
+			}
+		}
+	}
+}

@@ -91,9 +91,13 @@ type Decoder struct {
 // label set into one string and the dedupelabels build keeps strings in its
 // [labels.SymbolTable], so there the interner is not used. A nil in means no
 // interner.
+//
+// [Series.OwnedMetadata] takes the help and unit strings from in in every
+// build.
 func (d *Decoder) SetInterner(in Interner) {
 	d.s.set.SetInterner(in)
 	d.s.exSet.SetInterner(in)
+	d.s.in = in
 }
 
 // SetSymbolTable sets the symbol table that [Series.Labels] and
@@ -316,6 +320,7 @@ type Series struct {
 
 	tenant     string // set by Decoder.SetTenant
 	withTenant bool
+	in         Interner // set by Decoder.SetInterner, for OwnedMetadata
 }
 
 // MaxDecoderRetained is the most elements (symbols, labels, samples,
@@ -536,6 +541,38 @@ func (s *Series) Metadata() (m metadata.Metadata, ok bool) {
 		Unit: bytestr.String(s.syms[s.metaUnit]),
 		Help: bytestr.String(s.syms[s.metaHelp]),
 	}, true
+}
+
+// OwnedMetadata is [Series.Metadata] with Help and Unit that do not alias
+// the request buffer, so that they may be kept: they come from the
+// Decoder's [Interner] ([Decoder.SetInterner]) if it has one, else they are
+// copied. An appender may keep the strings of storage.AppendV2Options'
+// Metadata (the TSDB head does until the commit), so a caller that
+// attaches the metadata to its appends uses this.
+//
+// OwnedMetadata makes no allocation when the interner holds both strings
+// already, nor for empty ones; without an interner it makes one per
+// non-empty string.
+func (s *Series) OwnedMetadata() (m metadata.Metadata, ok bool) {
+	if !s.v2 || s.bad != nil {
+		return metadata.Metadata{}, false
+	}
+	return metadata.Metadata{
+		Type: metricType(writev2.Metadata_MetricType(s.metaType)),
+		Unit: s.own(s.syms[s.metaUnit]),
+		Help: s.own(s.syms[s.metaHelp]),
+	}, true
+}
+
+// own returns b as a string that does not alias it.
+func (s *Series) own(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return ""
+	case s.in != nil:
+		return s.in.Intern(b)
+	}
+	return string(b)
 }
 
 // metricType maps a 2.0 metric type as Prometheus's ToMetadata does.

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -11,17 +10,16 @@ import (
 	"strings"
 	"testing"
 
-	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
-	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb"
 )
 
 // FuzzReceive sends the same request to Prometheus's handler and to the
-// Receiver and compares their status, written headers and what the two
-// TSDBs hold. The input is canonicalised first, unmarshalled and marshalled
+// Receiver, with each combination of the metadata-wal-records and
+// type-and-unit-labels features, and compares their status, written
+// headers, what the two TSDBs hold and their metadata WAL records. The input is canonicalised first, unmarshalled and marshalled
 // again with Prometheus's generated code, unknown fields dropped: the
 // decoders differ, as documented on ingest.Decoder, on encodings that no
 // encoder produces (overlong varints, huge field numbers, mismatched
@@ -30,12 +28,22 @@ import (
 func FuzzReceive(f *testing.F) {
 	f.Add(encodeV1(f, e2eSeries(1, 1_700_000_000_000)), false)
 	f.Add(encodeV2(f, e2eSeries(2, 1_700_000_000_000)), true)
-	// One pair of receivers for as long as they hold the same data: both
-	// see the same sequence of requests.
-	var (
+	f.Add(encodeV2(f, []testSeries{
+		{ls: labels.FromStrings("__name__", "a", "__type__", "gauge"), floats: []prompb.Sample{{Timestamp: 1_700_000_000_000, Value: 1}}, meta: &testMeta{typ: writev2.Metadata_METRIC_TYPE_COUNTER, unit: "seconds", help: "a"}},
+		{ls: labels.FromStrings("__name__", "a", "__unit__", "seconds"), floats: []prompb.Sample{{Timestamp: 1_700_000_000_000, Value: 2}}, meta: &testMeta{help: "b"}},
+		{ls: labels.FromStrings("__name__", "b"), floats: []prompb.Sample{{Timestamp: 1_700_000_000_000, Value: 3}}, meta: &testMeta{unit: "bytes"}},
+	}), true)
+	// One pair of receivers per combination of features, for as long as
+	// they hold the same data: both of a pair see the same sequence of
+	// requests.
+	type pair struct {
+		f         features
 		dbP, dbK  *tsdb.DB
 		prom, kit http.Handler
-		cleanups  []func() error
+	}
+	var (
+		pairs    []pair
+		cleanups []func() error
 	)
 	f.Cleanup(func() {
 		for _, c := range cleanups {
@@ -44,9 +52,9 @@ func FuzzReceive(f *testing.F) {
 			}
 		}
 	})
-	// fresh closes the pair in use, if any, and opens a new one. In
+	// fresh closes the pairs in use, if any, and opens new ones. In
 	// fuzzing mode the worker processes are killed at the end without
-	// running f's cleanups, which leaves the last pair's two directories
+	// running f's cleanups, which leaves the last pairs' directories
 	// behind (ingestkit-receiver-* in the temporary directory).
 	fresh := func(tb testing.TB) {
 		for _, c := range cleanups {
@@ -54,24 +62,26 @@ func FuzzReceive(f *testing.F) {
 				tb.Error(err)
 			}
 		}
-		cleanups = cleanups[:0]
-		for _, db := range []**tsdb.DB{&dbP, &dbK} {
-			db1, cleanup, err := openDB("", 1000, nil)
-			if err != nil {
-				tb.Fatal(err)
+		cleanups, pairs = cleanups[:0], pairs[:0]
+		for _, feat := range allFeatures {
+			p := pair{f: feat}
+			for _, db := range []**tsdb.DB{&p.dbP, &p.dbK} {
+				// The TSDBs keep metadata WAL records whatever the
+				// features, so that metadata appended when it should not
+				// be shows.
+				db1, cleanup, err := openDB("", 1000, true, nil)
+				if err != nil {
+					tb.Fatal(err)
+				}
+				// Random timestamps span millennia, and compacting such a
+				// head into 2 h blocks would take the fuzzer's time.
+				db1.DisableCompactions()
+				*db, cleanups = db1, append(cleanups, cleanup)
 			}
-			// Random timestamps span millennia, and compacting such a head
-			// into 2 h blocks would take the fuzzer's time.
-			db1.DisableCompactions()
-			*db, cleanups = db1, append(cleanups, cleanup)
+			p.prom = newImplFeatures(tb, "prometheus", p.dbP, feat)
+			p.kit = newImplFeatures(tb, "ingestkit", p.dbK, feat)
+			pairs = append(pairs, p)
 		}
-		prom = remote.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), dbP,
-			remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, false, false)
-		r, err := NewReceiver(dbK, Options{})
-		if err != nil {
-			tb.Fatal(err)
-		}
-		kit = r
 	}
 	fresh(f)
 	f.Fuzz(func(t *testing.T, pb []byte, v2 bool) {
@@ -105,17 +115,22 @@ func FuzzReceive(f *testing.F) {
 			h.ServeHTTP(w, r)
 			return w
 		}
-		wP, wK := send(prom), send(kit)
-		if wK.Code != wP.Code {
-			t.Fatalf("status %d, Prometheus %d\ningestkit:  %.500s\nprometheus: %.500s", wK.Code, wP.Code, wK.Body, wP.Body)
-		}
-		for _, h := range []string{headerSamplesWritten, headerHistogramsWritten, headerExemplarsWritten} {
-			if gk, gp := wK.Header().Get(h), wP.Header().Get(h); gk != gp {
-				t.Fatalf("%s = %q, Prometheus %q\ningestkit:  %.500s\nprometheus: %.500s", h, gk, gp, wK.Body, wP.Body)
+		for _, p := range pairs {
+			wP, wK := send(p.prom), send(p.kit)
+			if wK.Code != wP.Code {
+				t.Fatalf("%v: status %d, Prometheus %d\ningestkit:  %.500s\nprometheus: %.500s", p.f, wK.Code, wP.Code, wK.Body, wP.Body)
 			}
-		}
-		if gk, gp := dumpDB(t, dbK), dumpDB(t, dbP); gk != gp {
-			t.Fatalf("TSDBs differ:\n%s", lineDiff(gk, gp))
+			for _, h := range []string{headerSamplesWritten, headerHistogramsWritten, headerExemplarsWritten} {
+				if gk, gp := wK.Header().Get(h), wP.Header().Get(h); gk != gp {
+					t.Fatalf("%v: %s = %q, Prometheus %q\ningestkit:  %.500s\nprometheus: %.500s", p.f, h, gk, gp, wK.Body, wP.Body)
+				}
+			}
+			if gk, gp := dumpDB(t, p.dbK), dumpDB(t, p.dbP); gk != gp {
+				t.Fatalf("%v: TSDBs differ:\n%s", p.f, lineDiff(gk, gp))
+			}
+			if gk, gp := dumpMetadata(t, p.dbK), dumpMetadata(t, p.dbP); gk != gp {
+				t.Fatalf("%v: metadata WAL records differ:\n%s", p.f, lineDiff(gk, gp))
+			}
 		}
 	})
 }

@@ -43,6 +43,32 @@ type config struct {
 	purgeInterval   time.Duration
 	activeIdle      time.Duration
 	syntheticSeries int
+	// The features of -enable-feature.
+	metadataWAL, typeAndUnitLabels bool
+}
+
+// Prometheus's feature flags (--enable-feature) that the receiver has.
+const (
+	featureMetadataWAL       = "metadata-wal-records"
+	featureTypeAndUnitLabels = "type-and-unit-labels"
+)
+
+// setFeatures sets c's features from a comma-separated -enable-feature
+// value, as Prometheus's --enable-feature reads it, except that an unknown
+// name is an error rather than a warning.
+func (c *config) setFeatures(v string) error {
+	for f := range strings.SplitSeq(v, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case featureMetadataWAL:
+			c.metadataWAL = true
+		case featureTypeAndUnitLabels:
+			c.typeAndUnitLabels = true
+		default:
+			return fmt.Errorf("unknown feature %q: want %s or %s", f, featureMetadataWAL, featureTypeAndUnitLabels)
+		}
+	}
+	return nil
 }
 
 func main() {
@@ -63,6 +89,7 @@ func main() {
 	flag.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
 	flag.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
 	flag.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
+	flag.Func("enable-feature", "comma-separated Prometheus features to enable, off by default as in Prometheus: "+featureMetadataWAL+" (attach each 2.0 series' metadata to its appends and keep it in the TSDB's WAL), "+featureTypeAndUnitLabels+" (add __type__ and __unit__ labels from each 2.0 series' metadata)", c.setFeatures)
 	flag.Parse()
 
 	var err error
@@ -86,7 +113,9 @@ func main() {
 
 // openDB opens a TSDB in dir, or in a fresh temporary directory if dir is
 // empty; cleanup closes it and removes that temporary directory.
-func openDB(dir string, maxExemplars int64, reg prometheus.Registerer) (db *tsdb.DB, cleanup func() error, err error) {
+// metadataWAL turns on the TSDB's metadata WAL records, the storage half of
+// Prometheus's metadata-wal-records feature.
+func openDB(dir string, maxExemplars int64, metadataWAL bool, reg prometheus.Registerer) (db *tsdb.DB, cleanup func() error, err error) {
 	tmp := ""
 	if dir == "" {
 		if tmp, err = os.MkdirTemp("", "ingestkit-receiver-"); err != nil {
@@ -97,6 +126,7 @@ func openDB(dir string, maxExemplars int64, reg prometheus.Registerer) (db *tsdb
 	opts := tsdb.DefaultOptions()
 	opts.EnableExemplarStorage = maxExemplars > 0
 	opts.MaxExemplars = maxExemplars
+	opts.EnableMetadataWALRecords = metadataWAL
 	db, err = tsdb.Open(dir, slog.New(slog.DiscardHandler), reg, opts, nil)
 	if err != nil {
 		if tmp != "" {
@@ -145,13 +175,15 @@ func receiverOptions(c config, ring *ingest.Ring, ex *exemplars.Ring, logger *sl
 		xa = RingExemplars{ex}
 	}
 	return Options{
-		Exemplars:           xa,
-		MaxLabelsPerSeries:  c.maxLabels,
-		MaxLabelNameLength:  c.maxNameLength,
-		MaxLabelValueLength: c.maxValueLength,
-		Ring:                ring,
-		Tenant:              c.tenant,
-		Logger:              logger,
+		Exemplars:               xa,
+		AppendMetadata:          c.metadataWAL,
+		EnableTypeAndUnitLabels: c.typeAndUnitLabels,
+		MaxLabelsPerSeries:      c.maxLabels,
+		MaxLabelNameLength:      c.maxNameLength,
+		MaxLabelValueLength:     c.maxValueLength,
+		Ring:                    ring,
+		Tenant:                  c.tenant,
+		Logger:                  logger,
 	}
 }
 
@@ -215,7 +247,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	if ex != nil {
 		reg.MustRegister(exemplars.NewCollector(ex))
 	}
-	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, reg)
+	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, c.metadataWAL, reg)
 	if err != nil {
 		return err
 	}

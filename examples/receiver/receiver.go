@@ -104,6 +104,25 @@ type Options struct {
 	// Tenant is the tenant the ring hashes series with.
 	Tenant string
 
+	// AppendMetadata attaches each 2.0 series' metadata (type, unit and
+	// help) to every sample and histogram appended to it, as Prometheus's
+	// handler does with its metadata-wal-records feature; the TSDB keeps it
+	// if opened with tsdb.Options.EnableMetadataWALRecords, which that
+	// feature also sets. 1.0 metadata, sent per metric family, is ignored
+	// either way, as by Prometheus. False (the default, as in Prometheus)
+	// appends no metadata.
+	AppendMetadata bool
+	// EnableTypeAndUnitLabels gives each 2.0 series whose metadata has a
+	// type other than unknown or a unit the labels __type__ and __unit__
+	// from its metadata, in place of any __type__ and __unit__ labels the
+	// series has, as Prometheus's handler does with its
+	// type-and-unit-labels feature; a series whose metadata has neither
+	// keeps its labels. These are the series' labels from then on: what
+	// is stored, validated, cached, hashed and tracked. The label limits
+	// and the Ring see the labels as received. False (the default, as in
+	// Prometheus) keeps every series' labels as received.
+	EnableTypeAndUnitLabels bool
+
 	// Exemplars is where exemplars go. Nil means the TSDB's own circular
 	// exemplar storage, through storage.ExemplarAppenderV2, as in
 	// Prometheus.
@@ -162,6 +181,8 @@ type Receiver struct {
 	exemplars ExemplarAppender
 	logger    *slog.Logger
 	limits    bool // any label limit set
+	metadata  bool // Options.AppendMetadata
+	typeUnit  bool // Options.EnableTypeAndUnitLabels
 	maxLabels int
 	maxName   int
 	maxValue  int
@@ -219,6 +240,8 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 		maxLabels: opts.MaxLabelsPerSeries,
 		maxName:   opts.MaxLabelNameLength,
 		maxValue:  opts.MaxLabelValueLength,
+		metadata:  opts.AppendMetadata,
+		typeUnit:  opts.EnableTypeAndUnitLabels,
 		symbols:   promlabels.NewSymbolTable(),
 	}
 	r.maxBody, r.maxDecoded = cmp.Or(opts.MaxBodySize, ingest.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, ingest.DefaultMaxDecodedSize)
@@ -359,6 +382,7 @@ type worker struct {
 	app      *ingest.Appender
 	errs     errList
 	h        ingest.Handle // the current series'
+	typed    typedSeries   // the current series with type and unit labels
 	replicas []int
 	owned    []int64 // per ring endpoint, for this request
 }
@@ -367,6 +391,7 @@ func (r *Receiver) newWorker() *worker {
 	wk := &worker{r: r}
 	wk.dec.SetInterner(&r.strings)
 	wk.dec.SetSymbolTable(r.symbols)
+	wk.typed.sb = promlabels.NewScratchBuilderWithSymbolTable(r.symbols, 0)
 	if r.ring != nil {
 		wk.owned = make([]int64, r.ring.Len())
 	}
@@ -536,9 +561,30 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 				continue
 			}
 		}
+		// Prometheus's handler reads the metadata before it validates the
+		// labels, which its type-and-unit-labels feature rewrites; with
+		// metadata-wal-records every append of the series carries it.
+		var opts storage.AOptions
+		typed := false
+		if v2 && (r.metadata || r.typeUnit) {
+			if r.metadata {
+				opts.Metadata, _ = s.OwnedMetadata()
+			}
+			if m, _ := s.Metadata(); r.typeUnit && needsTypeAndUnit(m) {
+				wk.typed.reset(s, m)
+				typed = true
+			}
+		}
 		// The handle lives in the worker: passed to the ExemplarAppender
-		// interface, a local would escape to the heap.
-		wk.h = a.Lookup(s)
+		// interface, a local would escape to the heap. Each Lookup is
+		// given a concrete type, whose calls the compiler resolves: the
+		// series as a variable of interface type cost allocations
+		// (TestAllocsPerRequest).
+		if typed {
+			wk.h = a.Lookup(&wk.typed)
+		} else {
+			wk.h = a.Lookup(s)
+		}
 		h := &wk.h
 		if !h.Cached() {
 			// Not a series the receiver has appended to before: validate
@@ -564,7 +610,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		for _, smp := range samples {
 			err := errTooFarInFuture
 			if smp.Timestamp <= maxTime {
-				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
+				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, opts)
 			}
 			if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
 				c.Samples++
@@ -583,7 +629,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		}
 		buckets := -1
 		for _, hs := range hists {
-			err := appendHistogram(a, h, maxTime, hs)
+			err := appendHistogram(a, h, maxTime, hs, opts)
 			if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
 				c.Histograms++
 				written = true
@@ -638,7 +684,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 // appendHistogram appends one native histogram sample as Prometheus's
 // time-limit appender does: rejected if too far ahead, reduced to the
 // largest exponential schema if its schema is a reserved larger one.
-func appendHistogram(a *ingest.Appender, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample) error {
+func appendHistogram(a *ingest.Appender, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample, opts storage.AOptions) error {
 	if hs.Timestamp > maxTime {
 		return errTooFarInFuture
 	}
@@ -652,7 +698,7 @@ func appendHistogram(a *ingest.Appender, h *ingest.Handle, maxTime int64, hs ing
 			return err
 		}
 	}
-	return a.Append(h, hs.StartTimestamp, hs.Timestamp, 0, hs.H, hs.FH, storage.AOptions{})
+	return a.Append(h, hs.StartTimestamp, hs.Timestamp, 0, hs.H, hs.FH, opts)
 }
 
 // appendExemplars stores a series' exemplars and returns how many were

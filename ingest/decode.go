@@ -91,13 +91,9 @@ type Decoder struct {
 // label set into one string and the dedupelabels build keeps strings in its
 // [labels.SymbolTable], so there the interner is not used. A nil in means no
 // interner.
-//
-// [Series.OwnedMetadata] takes the help and unit strings from in in every
-// build.
 func (d *Decoder) SetInterner(in Interner) {
 	d.s.set.SetInterner(in)
 	d.s.exSet.SetInterner(in)
-	d.s.in = in
 }
 
 // SetSymbolTable sets the symbol table that [Series.Labels] and
@@ -320,7 +316,6 @@ type Series struct {
 
 	tenant     string // set by Decoder.SetTenant
 	withTenant bool
-	in         Interner // set by Decoder.SetInterner, for OwnedMetadata
 }
 
 // MaxDecoderRetained is the most elements (symbols, labels, samples,
@@ -544,33 +539,33 @@ func (s *Series) Metadata() (m metadata.Metadata, ok bool) {
 }
 
 // OwnedMetadata is [Series.Metadata] with Help and Unit that do not alias
-// the request buffer, so that they may be kept: they come from the
-// Decoder's [Interner] ([Decoder.SetInterner]) if it has one, else they are
-// copied. An appender may keep the strings of storage.AppendV2Options'
-// Metadata (the TSDB head does until the commit), so a caller that
-// attaches the metadata to its appends uses this.
+// the request buffer, so that they may be kept: they come from in, or are
+// copied if in is nil. An appender may keep the strings of
+// storage.AppendV2Options' Metadata (the TSDB head does until the commit),
+// so a caller that attaches the metadata to its appends uses this. The
+// interner is the caller's choice, and need not be the Decoder's: help
+// strings may change while a series' labels do not.
 //
-// OwnedMetadata makes no allocation when the interner holds both strings
-// already, nor for empty ones; without an interner it makes one per
-// non-empty string.
-func (s *Series) OwnedMetadata() (m metadata.Metadata, ok bool) {
+// OwnedMetadata makes no allocation when in holds both strings already,
+// nor for empty ones; with a nil in it makes one per non-empty string.
+func (s *Series) OwnedMetadata(in Interner) (m metadata.Metadata, ok bool) {
 	if !s.v2 || s.bad != nil {
 		return metadata.Metadata{}, false
 	}
 	return metadata.Metadata{
 		Type: metricType(writev2.Metadata_MetricType(s.metaType)),
-		Unit: s.own(s.syms[s.metaUnit]),
-		Help: s.own(s.syms[s.metaHelp]),
+		Unit: own(in, s.syms[s.metaUnit]),
+		Help: own(in, s.syms[s.metaHelp]),
 	}, true
 }
 
-// own returns b as a string that does not alias it.
-func (s *Series) own(b []byte) string {
+// own returns b as a string that does not alias it, from in if not nil.
+func own(in Interner, b []byte) string {
 	switch {
 	case len(b) == 0:
 		return ""
-	case s.in != nil:
-		return s.in.Intern(b)
+	case in != nil:
+		return in.Intern(b)
 	}
 	return string(b)
 }

@@ -182,7 +182,7 @@ func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMess
 		m, ok := s.Metadata()
 		ds.meta = metadata.Metadata{Type: m.Type, Help: strings.Clone(m.Help), Unit: strings.Clone(m.Unit)}
 		ds.hasMeta = ok
-		if om, ook := s.OwnedMetadata(); om != m || ook != ok {
+		if om, ook := s.OwnedMetadata(nil); om != m || ook != ok {
 			tb.Fatalf("Series.OwnedMetadata() = %+v, %v, want Metadata()'s %+v, %v", om, ook, m, ok)
 		}
 		if ok != (msg == v2Msg) {
@@ -1635,13 +1635,12 @@ func TestSeriesOwnedMetadata(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			buf := decMarshal(t, req)
 			var d Decoder
-			d.SetInterner(tc.in)
 			if err := d.Reset(buf, v2Msg); err != nil {
 				t.Fatal(err)
 			}
 			var got []metadata.Metadata
 			for d.Next() {
-				m, ok := d.Series().OwnedMetadata()
+				m, ok := d.Series().OwnedMetadata(tc.in)
 				if !ok {
 					t.Fatalf("OwnedMetadata() ok = false, want true")
 				}
@@ -1665,7 +1664,7 @@ func TestSeriesOwnedMetadata(t *testing.T) {
 			t.Fatal(err)
 		}
 		for d.Next() {
-			if m, ok := d.Series().OwnedMetadata(); ok {
+			if m, ok := d.Series().OwnedMetadata(nil); ok {
 				t.Fatalf("OwnedMetadata() of a 1.0 series = %+v, true, want false", m)
 			}
 		}
@@ -1673,12 +1672,12 @@ func TestSeriesOwnedMetadata(t *testing.T) {
 	t.Run("allocs", func(t *testing.T) {
 		buf := decMarshal(t, req)
 		var d Decoder
-		d.SetInterner(&decMapInterner{m: map[string]string{}})
+		in := &decMapInterner{m: map[string]string{}}
 		// AllocsPerRun warms up with one run, which also warms the interner.
 		allocs := testing.AllocsPerRun(10, func() {
 			_ = d.Reset(buf, v2Msg)
 			for d.Next() {
-				_, _ = d.Series().OwnedMetadata()
+				_, _ = d.Series().OwnedMetadata(in)
 			}
 		})
 		if allocs != 0 {

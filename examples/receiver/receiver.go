@@ -109,8 +109,9 @@ type Options struct {
 	// handler does with its metadata-wal-records feature; the TSDB keeps it
 	// if opened with tsdb.Options.EnableMetadataWALRecords, which that
 	// feature also sets. 1.0 metadata, sent per metric family, is ignored
-	// either way, as by Prometheus. False (the default, as in Prometheus)
-	// appends no metadata.
+	// either way, as by Prometheus. The help and unit strings are interned
+	// until the next [Receiver.Purge]. False (the default, as in
+	// Prometheus) appends no metadata.
 	AppendMetadata bool
 	// EnableTypeAndUnitLabels gives each 2.0 series whose metadata has a
 	// type other than unknown or a unit the labels __type__ and __unit__
@@ -191,6 +192,11 @@ type Receiver struct {
 
 	strings labels.Table
 	symbols *promlabels.SymbolTable // for the dedupelabels build; shared by all decoders
+	// metaStrings interns the help and unit strings of AppendMetadata,
+	// apart from strings because they can change while a series stays:
+	// Purge resets it every time, so that it holds those of one purge
+	// interval.
+	metaStrings labels.Table
 
 	workers sync.Pool // of *worker
 
@@ -292,12 +298,17 @@ func (r *Receiver) UpdateStats(s *Stats) {
 // of series that went away are not held for the life of the process, as
 // labels.Table would hold them: strings that the TSDB's series hold stay
 // valid, and series created after the reset intern their strings anew.
+// It always resets the interner of the metadata's help and unit strings
+// (Options.AppendMetadata), whose strings a series can change at every
+// request: the TSDB keeps a series' latest metadata, the interner only
+// those sent since the last Purge.
 func (r *Receiver) Purge(keepFrom time.Time) (cache, active int) {
 	ms := keepFrom.UnixMilli()
 	cache, active = r.cache.Purge(ms), r.tracker.Purge(ms)
 	if cache > 0 {
 		r.strings.Reset()
 	}
+	r.metaStrings.Reset()
 	return cache, active
 }
 
@@ -568,7 +579,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		typed := false
 		if v2 && (r.metadata || r.typeUnit) {
 			if r.metadata {
-				opts.Metadata, _ = s.OwnedMetadata()
+				opts.Metadata, _ = s.OwnedMetadata(&r.metaStrings)
 			}
 			if m, _ := s.Metadata(); r.typeUnit && needsTypeAndUnit(m) {
 				wk.typed.reset(s, m)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/metadata"
@@ -69,14 +71,14 @@ func (t *typedSeries) Equal(ls labels.Labels) bool { return labels.Equal(t.scrat
 func (t *typedSeries) ScratchLabels() labels.Labels { return t.scratch }
 
 // Labels returns the rewritten labels in memory of their own, built from
-// the Series' own labels (interned in the slicelabels build) and its owned
-// metadata: in the stringlabels build, one allocation for each.
+// the Series' own labels (interned in the slicelabels build) and a copy of
+// its unit: in the stringlabels build, one allocation for each of the two
+// label sets, and one for a unit. The type is one of model's constants.
 func (t *typedSeries) Labels() labels.Labels {
 	ls := t.s.Labels()
-	m, _ := t.s.OwnedMetadata()
 	t.sb.Reset()
 	ls.Range(func(l labels.Label) { t.addLabel(l.Name, l.Value) })
-	schema.Metadata{Type: m.Type, Unit: m.Unit}.AddToLabels(&t.sb)
+	schema.Metadata{Type: t.meta.Type, Unit: strings.Clone(t.meta.Unit)}.AddToLabels(&t.sb)
 	t.sb.Sort()
 	return t.sb.Labels()
 }

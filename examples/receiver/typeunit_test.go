@@ -64,4 +64,13 @@ func TestTypeAndUnitLabelsCache(t *testing.T) {
 			t.Errorf("TSDB lacks %s:\n%s", ls, stored)
 		}
 	}
+	// The help and unit strings, interned for AppendMetadata, go at the
+	// next Purge even if no series does.
+	if got := r.metaStrings.Stats().Strings; got != 2 {
+		t.Errorf("metadata strings interned = %d, want 2 (requests, bytes)", got)
+	}
+	r.Purge(time.Now().Add(-24 * time.Hour))
+	if got := r.metaStrings.Stats().Strings; got != 0 {
+		t.Errorf("metadata strings after Purge = %d, want 0", got)
+	}
 }

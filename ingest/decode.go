@@ -594,6 +594,38 @@ func (s *Series) Metadata() (m metadata.Metadata, ok bool) {
 	}, true
 }
 
+// OwnedMetadata is [Series.Metadata] with Help and Unit that do not alias
+// the request buffer, so that they may be kept: they come from in, or are
+// copied if in is nil. An appender may keep the strings of
+// storage.AppendV2Options' Metadata (the TSDB head does until the commit),
+// so a caller that attaches the metadata to its appends uses this. The
+// interner is the caller's choice, and need not be the Decoder's: help
+// strings may change while a series' labels do not.
+//
+// OwnedMetadata makes no allocation when in holds both strings already,
+// nor for empty ones; with a nil in it makes one per non-empty string.
+func (s *Series) OwnedMetadata(in Interner) (m metadata.Metadata, ok bool) {
+	if !s.v2 || s.bad != nil {
+		return metadata.Metadata{}, false
+	}
+	return metadata.Metadata{
+		Type: metricType(writev2.Metadata_MetricType(s.metaType)),
+		Unit: own(in, s.syms[s.metaUnit]),
+		Help: own(in, s.syms[s.metaHelp]),
+	}, true
+}
+
+// own returns b as a string that does not alias it, from in if not nil.
+func own(in Interner, b []byte) string {
+	switch {
+	case len(b) == 0:
+		return ""
+	case in != nil:
+		return in.Intern(b)
+	}
+	return string(b)
+}
+
 // metricType maps a 2.0 metric type as Prometheus's ToMetadata does.
 func metricType(t writev2.Metadata_MetricType) model.MetricType {
 	switch t {

@@ -183,6 +183,9 @@ func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMess
 		m, ok := s.Metadata()
 		ds.meta = metadata.Metadata{Type: m.Type, Help: strings.Clone(m.Help), Unit: strings.Clone(m.Unit)}
 		ds.hasMeta = ok
+		if om, ook := s.OwnedMetadata(nil); om != m || ook != ok {
+			tb.Fatalf("Series.OwnedMetadata() = %+v, %v, want Metadata()'s %+v, %v", om, ook, m, ok)
+		}
 		if ok != (msg == v2Msg) {
 			tb.Fatalf("Series.Metadata() ok = %v for %s", ok, msg)
 		}
@@ -1634,4 +1637,85 @@ func TestDecodeSymbolRefSkipsSeries(t *testing.T) {
 	if d.Next() || d.Err() != nil {
 		t.Fatalf("after the last series: Next() true or Err() = %v", d.Err())
 	}
+}
+
+// TestSeriesOwnedMetadata checks that OwnedMetadata's strings outlive the
+// request buffer, with and without an interner, and that with a warm
+// interner it makes no allocation.
+func TestSeriesOwnedMetadata(t *testing.T) {
+	st := writev2.NewSymbolTable()
+	ts := writev2.TimeSeries{
+		LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "http_request_duration_seconds"), nil),
+		Samples:    []writev2.Sample{{Value: 1, Timestamp: 1000}},
+		Metadata: writev2.Metadata{
+			Type:    writev2.Metadata_METRIC_TYPE_HISTOGRAM,
+			HelpRef: st.Symbolize("Duration of HTTP requests."),
+			UnitRef: st.Symbolize("seconds"),
+		},
+	}
+	noMeta := writev2.TimeSeries{LabelsRefs: st.SymbolizeLabels(labels.FromStrings("__name__", "up"), nil), Samples: ts.Samples}
+	want := []metadata.Metadata{
+		{Type: model.MetricTypeHistogram, Help: "Duration of HTTP requests.", Unit: "seconds"},
+		{Type: model.MetricTypeUnknown},
+	}
+	req := &writev2.Request{Symbols: st.Symbols(), Timeseries: []writev2.TimeSeries{ts, noMeta}}
+	for _, tc := range []struct {
+		name string
+		in   Interner
+	}{
+		{"interner=none", nil},
+		{"interner=map", &decMapInterner{m: map[string]string{}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			buf := decMarshal(t, req)
+			var d Decoder
+			if err := d.Reset(buf, v2Msg); err != nil {
+				t.Fatal(err)
+			}
+			var got []metadata.Metadata
+			for d.Next() {
+				m, ok := d.Series().OwnedMetadata(tc.in)
+				if !ok {
+					t.Fatalf("OwnedMetadata() ok = false, want true")
+				}
+				got = append(got, m)
+			}
+			if err := d.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for i := range buf {
+				buf[i] = 'x'
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("OwnedMetadata() after the buffer was overwritten = %+v, want %+v", got, want)
+			}
+		})
+	}
+	t.Run("v1", func(t *testing.T) {
+		var d Decoder
+		buf := decMarshal(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{Labels: []prompb.Label{{Name: "__name__", Value: "up"}}}}})
+		if err := d.Reset(buf, v1Msg); err != nil {
+			t.Fatal(err)
+		}
+		for d.Next() {
+			if m, ok := d.Series().OwnedMetadata(nil); ok {
+				t.Fatalf("OwnedMetadata() of a 1.0 series = %+v, true, want false", m)
+			}
+		}
+	})
+	t.Run("allocs", func(t *testing.T) {
+		buf := decMarshal(t, req)
+		var d Decoder
+		in := &decMapInterner{m: map[string]string{}}
+		// AllocsPerRun warms up with one run, which also warms the interner.
+		allocs := testing.AllocsPerRun(10, func() {
+			_ = d.Reset(buf, v2Msg)
+			for d.Next() {
+				_, _ = d.Series().OwnedMetadata(in)
+			}
+		})
+		if allocs != 0 {
+			t.Fatalf("OwnedMetadata() made %v allocations with a warm interner, want 0", allocs)
+		}
+	})
 }

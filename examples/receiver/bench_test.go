@@ -64,14 +64,22 @@ const (
 // directory.
 func newBenchDB(tb testing.TB) *tsdb.DB {
 	tb.Helper()
-	return newDB(tb, 100_000)
+	return newDB(tb, 100_000, false)
+}
+
+// newTestDB is newBenchDB, with the TSDB's metadata WAL records if
+// metadataWAL.
+func newTestDB(tb testing.TB, metadataWAL bool) *tsdb.DB {
+	tb.Helper()
+	return newDB(tb, 100_000, metadataWAL)
 }
 
 // newDB returns a TSDB in a test directory with room for maxExemplars in
-// its exemplar storage (0: off), closed when the test ends.
-func newDB(tb testing.TB, maxExemplars int64) *tsdb.DB {
+// its exemplar storage (0: off), and its metadata WAL records if
+// metadataWAL, closed when the test ends.
+func newDB(tb testing.TB, maxExemplars int64, metadataWAL bool) *tsdb.DB {
 	tb.Helper()
-	db, cleanup, err := openDB(tb.TempDir(), maxExemplars, nil)
+	db, cleanup, err := openDB(tb.TempDir(), maxExemplars, metadataWAL, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -86,12 +94,31 @@ func newDB(tb testing.TB, maxExemplars int64) *tsdb.DB {
 // newImpl returns the handler named impl over db.
 func newImpl(tb testing.TB, impl string, db *tsdb.DB) http.Handler {
 	tb.Helper()
+	return newImplFeatures(tb, impl, db, features{})
+}
+
+// features are the switches of Prometheus's handler that the Receiver
+// mirrors in its Options.
+type features struct {
+	appendMetadata, typeAndUnitLabels bool
+}
+
+func (f features) String() string {
+	return fmt.Sprintf("metadata-wal-records=%v/type-and-unit-labels=%v", f.appendMetadata, f.typeAndUnitLabels)
+}
+
+// allFeatures are every combination of the features.
+var allFeatures = []features{{}, {appendMetadata: true}, {typeAndUnitLabels: true}, {true, true}}
+
+// newImplFeatures is newImpl with the features f.
+func newImplFeatures(tb testing.TB, impl string, db *tsdb.DB, f features) http.Handler {
+	tb.Helper()
 	switch impl {
 	case "prometheus":
 		return remote.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), db,
-			remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, false, false)
+			remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, f.typeAndUnitLabels, f.appendMetadata)
 	case "ingestkit":
-		r, err := NewReceiver(db, Options{})
+		r, err := NewReceiver(db, Options{AppendMetadata: f.appendMetadata, EnableTypeAndUnitLabels: f.typeAndUnitLabels})
 		if err != nil {
 			tb.Fatal(err)
 		}

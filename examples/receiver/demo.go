@@ -69,12 +69,12 @@ func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
 	if err != nil {
 		return err
 	}
-	dbK, cleanK, err := openDB(dirK, tsdbExemplars, nil)
+	dbK, cleanK, err := openDB(dirK, tsdbExemplars, c.metadataWAL, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, cleanK()) }()
-	dbP, cleanP, err := openDB(dirP, c.maxExemplars, nil)
+	dbP, cleanP, err := openDB(dirP, c.maxExemplars, c.metadataWAL, nil)
 	if err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
 	}
 	defer stopK()
 	promHandler := remote.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), dbP,
-		remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, false, false)
+		remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, c.typeAndUnitLabels, c.metadataWAL)
 	promMux := http.NewServeMux()
 	promMux.Handle("/api/v1/write", promHandler)
 	urlP, stopP, err := listen("127.0.0.1:0", promMux)

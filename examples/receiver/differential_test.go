@@ -111,6 +111,29 @@ func rawV2(tb testing.TB, t int64, refs map[int][]uint32, series ...[]string) st
 	return step{contentType: contentTypeV2, body: compress(b)}
 }
 
+// rawV2Meta is rawV2 with the 2.0 metadata metas[i] on series i, which
+// has labels as given, unsorted or repeated if so, and one sample at t.
+func rawV2Meta(tb testing.TB, t int64, metas []testMeta, series ...[]string) step {
+	st := writev2.NewSymbolTable()
+	req := &writev2.Request{}
+	for i, kv := range series {
+		var ts writev2.TimeSeries
+		for j := 0; j < len(kv); j += 2 {
+			ts.LabelsRefs = append(ts.LabelsRefs, st.Symbolize(kv[j]), st.Symbolize(kv[j+1]))
+		}
+		m := metas[i]
+		ts.Metadata = writev2.Metadata{Type: m.typ, HelpRef: st.Symbolize(m.help), UnitRef: st.Symbolize(m.unit)}
+		ts.Samples = []writev2.Sample{{Timestamp: t, Value: float64(i)}}
+		req.Timeseries = append(req.Timeseries, ts)
+	}
+	req.Symbols = st.Symbols()
+	b, err := req.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return step{contentType: contentTypeV2, body: compress(b)}
+}
+
 // snappyHeader returns a snappy block whose header claims n decoded bytes.
 func snappyHeader(n uint64) []byte {
 	b := binary.AppendUvarint(nil, n)
@@ -126,6 +149,9 @@ type diffCase struct {
 	// decoders word their errors differently (gogo-protobuf's and
 	// ingestkit's, klauspost's s2 and golang/snappy).
 	bodyDiffers []int
+	// metadata is true when the case writes 2.0 series whose metadata
+	// has a type or a unit, so that the features must show in the TSDB.
+	metadata bool
 }
 
 func diffCases(tb testing.TB) []diffCase {
@@ -184,6 +210,35 @@ func diffCases(tb testing.TB) []diffCase {
 		}
 		capturedAlone = append(capturedAlone, diffCase{name: "captured " + r.name + " alone", steps: []step{{body: b}}})
 	}
+	// Metadata: every type, with and without unit and help, as the
+	// metadata-wal-records and type-and-unit-labels features see them.
+	withMeta := func(s testSeries, typ writev2.Metadata_MetricType, unit, help string) testSeries {
+		s.meta = &testMeta{typ: typ, unit: unit, help: help}
+		return s
+	}
+	M := func(t int64, typ writev2.Metadata_MetricType, unit, help string) testSeries {
+		return withMeta(floatSeries(t, float64(t%1000), "__name__", "m", "job", "x"), typ, unit, help)
+	}
+	var everyType []testSeries
+	for typ := range writev2.Metadata_MetricType(9) { // 8 is out of range
+		for j, unit := range []string{"", "seconds"} {
+			ls := []string{"__name__", fmt.Sprintf("t%d_%d", typ, j), "job", "x"}
+			everyType = append(everyType, withMeta(floatSeries(T, float64(typ), ls...), typ, unit, fmt.Sprintf("help of type %d", typ)))
+		}
+	}
+	everyType = append(everyType, withMeta(testSeries{ls: labels.FromStrings("__name__", "h_seconds"), hists: []*histogram.Histogram{tsdbutil.GenerateTestHistogram(1)}, histTs: []int64{T}}, writev2.Metadata_METRIC_TYPE_HISTOGRAM, "seconds", "a histogram"))
+	var unspecified, counter, counterUnit, gauge testMeta
+	counter = testMeta{typ: writev2.Metadata_METRIC_TYPE_COUNTER, help: "a counter"}
+	counterUnit = testMeta{typ: writev2.Metadata_METRIC_TYPE_COUNTER, help: "a counter", unit: "seconds"}
+	gauge = testMeta{typ: writev2.Metadata_METRIC_TYPE_GAUGE}
+	v1Meta := &prompb.WriteRequest{
+		Timeseries: []prompb.TimeSeries{{Labels: []prompb.Label{{Name: "__name__", Value: "a"}}, Samples: []prompb.Sample{{Timestamp: T, Value: 1}}}},
+		Metadata:   []prompb.MetricMetadata{{Type: prompb.MetricMetadata_COUNTER, MetricFamilyName: "a", Help: "a counter", Unit: "seconds"}},
+	}
+	v1MetaBody, err := v1Meta.Marshal()
+	if err != nil {
+		tb.Fatal(err)
+	}
 
 	valid := v1Step(tb, []testSeries{A(T)})
 	huge := make([]byte, 33<<20)
@@ -193,9 +248,35 @@ func diffCases(tb testing.TB) []diffCase {
 
 	return append([]diffCase{
 		{name: "v1 floats, histograms, exemplars", steps: []step{v1Step(tb, e2eSeries(1, T))}},
-		{name: "v2 floats, histograms, exemplars", steps: []step{v2Step(tb, e2eSeries(2, T))}},
-		{name: "captured rw1 and rw2", steps: captured},
-		{name: "captured rw1 and rw2 overlapping", steps: overlapping},
+		{name: "v2 floats, histograms, exemplars", steps: []step{v2Step(tb, e2eSeries(2, T))}, metadata: true},
+		{name: "captured rw1 and rw2", steps: captured, metadata: true},
+		{name: "captured rw1 and rw2 overlapping", steps: overlapping, metadata: true},
+		{name: "v2 metadata of every type", steps: []step{v2Step(tb, everyType)}, metadata: true},
+		{name: "v2 metadata changes", steps: []step{
+			v2Step(tb, []testSeries{M(T, 0, "", "")}),
+			v2Step(tb, []testSeries{M(T+1000, writev2.Metadata_METRIC_TYPE_COUNTER, "", "first help")}),
+			v2Step(tb, []testSeries{M(T+2000, writev2.Metadata_METRIC_TYPE_COUNTER, "", "second help")}),
+			v2Step(tb, []testSeries{M(T+3000, writev2.Metadata_METRIC_TYPE_COUNTER, "", "second help")}),
+			v2Step(tb, []testSeries{M(T+4000, writev2.Metadata_METRIC_TYPE_GAUGE, "bytes", "second help")}),
+			v2Step(tb, []testSeries{M(T+5000, 0, "", "")}),
+			v2Step(tb, []testSeries{M(T+6000, writev2.Metadata_METRIC_TYPE_COUNTER, "", "second help")}),
+			v2Step(tb, []testSeries{M(T+7000, writev2.Metadata_METRIC_TYPE_GAUGE, "bytes", "second help")}),
+		}, metadata: true},
+		{name: "v2 type and unit labels in the request", steps: []step{rawV2Meta(tb, T,
+			[]testMeta{counterUnit, unspecified, counter, gauge, counter, gauge, {unit: "bytes"}},
+			[]string{"__name__", "a", "__type__", "gauge", "__unit__", "bytes"},
+			[]string{"__name__", "b", "__type__", "gauge", "__unit__", "bytes"},
+			[]string{"__name__", "c", "__unit__", "bytes"},
+			[]string{"__name__", "d", "__type__", "counter", "__type__", "gauge"},
+			[]string{"__type__", "counter"},
+			[]string{"__name__", "f", "__unit__", "a", "__unit__", "b"},
+			[]string{"__unit__", "seconds", "__name__", "g"},
+		)}, metadata: true},
+		{name: "v2 type labels make series collide", steps: []step{
+			rawV2Meta(tb, T, []testMeta{unspecified, counter, counter}, []string{"__name__", "a", "__type__", "counter"}, []string{"__name__", "a"}, []string{"__name__", "a", "__type__", "gauge"}),
+			rawV2Meta(tb, T+1000, []testMeta{counter, unspecified}, []string{"__name__", "a"}, []string{"__name__", "a", "__type__", "counter"}),
+		}, metadata: true},
+		{name: "v1 metadata ignored", steps: []step{{body: compress(v1MetaBody)}}},
 		{name: "v1 invalid labels skipped", steps: []step{rawV1(tb, T, []string{"job", "no-name"}, []string{"__name__", "ok", "job", "x"}, []string{"__name__", "dup", "a", "1", "a", "2"}, []string{"__name__", "bad", "v", "\xff"})}},
 		{name: "v2 invalid labels partial", steps: []step{rawV2(tb, T, nil, []string{"job", "no-name"}, []string{"__name__", "ok", "job", "x"}, []string{"__name__", "dup", "a", "1", "a", "2"}, []string{"__name__", "bad", "v", "\xff"})}},
 		{name: "v2 series without samples", steps: []step{v2Step(tb, []testSeries{{ls: labels.FromStrings("__name__", "empty")}, A(T)})}},
@@ -240,69 +321,91 @@ func diffCases(tb testing.TB) []diffCase {
 // TestDifferential sends the same requests to Prometheus's
 // remote.NewWriteHandler and to the Receiver, each over its own tsdb.DB,
 // and compares status codes, the 2.0 written headers, error messages and
-// everything the two TSDBs hold afterwards; once for each exemplar store
-// of the receiver, the TSDB's own and an exemplars.Ring (then over a TSDB
-// whose exemplar storage is off, as the command runs it), whose exemplars
-// are compared with those of Prometheus's TSDB.
+// everything the two TSDBs hold afterwards.
+//
+// It does so once for each exemplar store of the receiver, the TSDB's own
+// and an exemplars.Ring (then over a TSDB whose exemplar storage is off, as
+// the command runs it), whose exemplars are compared with those of
+// Prometheus's TSDB; and for every combination of the metadata-wal-records
+// and type-and-unit-labels features, over TSDBs that keep metadata WAL
+// records, whose records are compared too. The ring runs with the features
+// all off and all on: they do not meet the exemplar path.
 func TestDifferential(t *testing.T) {
+	cases := diffCases(t)
 	for _, store := range []string{"tsdb", "ring"} {
-		t.Run("exemplars="+store, func(t *testing.T) { testDifferential(t, store) })
+		for i, f := range allFeatures {
+			if store == "ring" && i != 0 && i != len(allFeatures)-1 {
+				continue
+			}
+			t.Run("exemplars="+store+"/"+f.String(), func(t *testing.T) {
+				for _, c := range cases {
+					t.Run(c.name, func(t *testing.T) { testDifferential(t, c, f, store) })
+				}
+			})
+		}
 	}
 }
 
-func testDifferential(t *testing.T, store string) {
-	for _, c := range diffCases(t) {
-		t.Run(c.name, func(t *testing.T) {
-			dbP := newBenchDB(t)
-			var dbK *tsdb.DB
-			var exK storage.ExemplarQueryable
-			var opts Options
-			if store == "ring" {
-				dbK = newDB(t, 0)
-				ring := exemplars.New(100_000, exemplars.Options{})
-				exK, opts.Exemplars = ring, RingExemplars{ring}
-			} else {
-				dbK = newBenchDB(t)
-				exK = dbK
+func testDifferential(t *testing.T, c diffCase, f features, store string) {
+	dbP := newTestDB(t, true)
+	hP := newImplFeatures(t, "prometheus", dbP, f)
+	var dbK *tsdb.DB
+	var exK storage.ExemplarQueryable
+	opts := Options{AppendMetadata: f.appendMetadata, EnableTypeAndUnitLabels: f.typeAndUnitLabels}
+	if store == "ring" {
+		dbK = newDB(t, 0, true)
+		ring := exemplars.New(100_000, exemplars.Options{})
+		exK, opts.Exemplars = ring, RingExemplars{ring}
+	} else {
+		dbK = newTestDB(t, true)
+		exK = dbK
+	}
+	hK, err := NewReceiver(dbK, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := false
+	for i, s := range c.steps {
+		rP, rK := httptest.NewRecorder(), httptest.NewRecorder()
+		hP.ServeHTTP(rP, s.request())
+		hK.ServeHTTP(rK, s.request())
+		if rK.Code != rP.Code {
+			t.Fatalf("step %d: status %d, Prometheus %d\ningestkit:  %.500s\nprometheus: %.500s", i, rK.Code, rP.Code, rK.Body, rP.Body)
+		}
+		wrote = wrote || rK.Code == http.StatusNoContent || rK.Header().Get(headerSamplesWritten) > "0"
+		for _, h := range []string{headerSamplesWritten, headerHistogramsWritten, headerExemplarsWritten, "Content-Type"} {
+			if gk, gp := rK.Header().Values(h), rP.Header().Values(h); strings.Join(gk, ",") != strings.Join(gp, ",") {
+				t.Errorf("step %d: %s = %q, Prometheus %q", i, h, gk, gp)
 			}
-			hP := newImpl(t, "prometheus", dbP)
-			hK, err := NewReceiver(dbK, opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wrote := false
-			for i, s := range c.steps {
-				rP, rK := httptest.NewRecorder(), httptest.NewRecorder()
-				hP.ServeHTTP(rP, s.request())
-				hK.ServeHTTP(rK, s.request())
-				if rK.Code != rP.Code {
-					t.Fatalf("step %d: status %d, Prometheus %d\ningestkit:  %.500s\nprometheus: %.500s", i, rK.Code, rP.Code, rK.Body, rP.Body)
-				}
-				wrote = wrote || rK.Code == http.StatusNoContent || rK.Header().Get(headerSamplesWritten) > "0"
-				for _, h := range []string{headerSamplesWritten, headerHistogramsWritten, headerExemplarsWritten, "Content-Type"} {
-					if gk, gp := rK.Header().Values(h), rP.Header().Values(h); strings.Join(gk, ",") != strings.Join(gp, ",") {
-						t.Errorf("step %d: %s = %q, Prometheus %q", i, h, gk, gp)
-					}
-				}
-				differs := false
-				for _, j := range c.bodyDiffers {
-					differs = differs || i == j
-				}
-				if !differs && !sameErrors(rK.Body.String(), rP.Body.String()) {
-					t.Errorf("step %d: body\n%.1000s\nPrometheus:\n%.1000s", i, rK.Body, rP.Body)
-				}
-				if differs && (rK.Body.Len() == 0) != (rP.Body.Len() == 0) {
-					t.Errorf("step %d: body %q, Prometheus %q", i, rK.Body, rP.Body)
-				}
-			}
-			gotK, gotP := dumpStorage(t, dbK, exK), dumpDB(t, dbP)
-			if wrote && gotK == "" {
-				t.Errorf("a request succeeded but the TSDB is empty")
-			}
-			if gotK != gotP {
-				t.Errorf("TSDB after the requests:\n%.3000s\nPrometheus's:\n%.3000s", gotK, gotP)
-			}
-		})
+		}
+		differs := false
+		for _, j := range c.bodyDiffers {
+			differs = differs || i == j
+		}
+		if !differs && !sameErrors(rK.Body.String(), rP.Body.String()) {
+			t.Errorf("step %d: body\n%.1000s\nPrometheus:\n%.1000s", i, rK.Body, rP.Body)
+		}
+		if differs && (rK.Body.Len() == 0) != (rP.Body.Len() == 0) {
+			t.Errorf("step %d: body %q, Prometheus %q", i, rK.Body, rP.Body)
+		}
+	}
+	gotK, gotP := dumpStorage(t, dbK, exK), dumpDB(t, dbP)
+	if wrote && gotK == "" {
+		t.Errorf("a request succeeded but the TSDB is empty")
+	}
+	if gotK != gotP {
+		t.Errorf("TSDB after the requests:\n%.3000s\nPrometheus's:\n%.3000s", gotK, gotP)
+	}
+	metaK, metaP := dumpMetadata(t, dbK), dumpMetadata(t, dbP)
+	if metaK != metaP {
+		t.Errorf("metadata WAL records:\n%s", lineDiff(metaK, metaP))
+	}
+	// That the features did something, or nothing.
+	if c.metadata && f.appendMetadata != (metaK != "") {
+		t.Errorf("metadata WAL records with %v:\n%.1000s", f, metaK)
+	}
+	if c.metadata && f.typeAndUnitLabels && !strings.Contains(gotK, "__type__=") {
+		t.Errorf("TSDB with %v:\n%.1000s", f, gotK)
 	}
 }
 

@@ -26,6 +26,11 @@
 // at most 1 MiB, or four times what it sent, meanwhile
 // (TestSlowBodyAttack). -help lists every flag.
 //
+// -enable-feature=metadata-wal-records,type-and-unit-labels turns on those
+// two features of Prometheus's receiver, off by default as there: each 2.0
+// series' metadata (type, unit, help) attached to its appends and kept in
+// the TSDB's WAL, and __type__ and __unit__ labels from that metadata.
+//
 // With -peers it reports, per endpoint, the series that a Thanos receive
 // hashring of those endpoints would place there; it does not forward them:
 // scale-out belongs to Thanos, Cortex or Mimir, which embed these blocks.
@@ -43,8 +48,8 @@
 // the interner and the TSDB with the others. Allocations: in the steady
 // state (series the receiver has appended to before), serving a 1.0
 // request of float samples makes 5 allocations, the TSDB's commit
-// included, whatever its size: none per series or sample
-// (TestAllocsPerRequest). New series, histograms and exemplars, which the
+// included, whatever its size: none per series or sample; a 2.0 one makes
+// 9, with or without the metadata features (TestAllocsPerRequest). New series, histograms and exemplars, which the
 // TSDB keeps, and the TSDB's new chunks come on top.
 //
 // BenchmarkReceive compares the receiver with Prometheus's handler on the

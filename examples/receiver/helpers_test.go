@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +19,9 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+	"github.com/prometheus/prometheus/tsdb/chunks"
+	"github.com/prometheus/prometheus/tsdb/record"
+	"github.com/prometheus/prometheus/tsdb/wlog"
 )
 
 // testSeries is a series to send in a test: float samples, histogram
@@ -28,6 +33,15 @@ type testSeries struct {
 	fhists    []*histogram.FloatHistogram
 	histTs    []int64 // timestamps of hists, then of fhists
 	exemplars []exemplar.Exemplar
+	// meta is the 2.0 metadata; nil means a gauge with help "a test
+	// series".
+	meta *testMeta
+}
+
+// testMeta is the 2.0 metadata of a testSeries.
+type testMeta struct {
+	typ        writev2.Metadata_MetricType
+	help, unit string
 }
 
 // encodeV1 marshals series as a remote-write 1.0 request, uncompressed.
@@ -77,7 +91,11 @@ func encodeV2(tb testing.TB, series []testSeries) []byte {
 		for _, e := range s.exemplars {
 			ts.Exemplars = append(ts.Exemplars, writev2.Exemplar{LabelsRefs: st.SymbolizeLabels(e.Labels, nil), Value: e.Value, Timestamp: e.Ts})
 		}
-		ts.Metadata = writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: st.Symbolize("a test series")}
+		if m := s.meta; m != nil {
+			ts.Metadata = writev2.Metadata{Type: m.typ, HelpRef: st.Symbolize(m.help), UnitRef: st.Symbolize(m.unit)}
+		} else {
+			ts.Metadata = writev2.Metadata{Type: writev2.Metadata_METRIC_TYPE_GAUGE, HelpRef: st.Symbolize("a test series")}
+		}
 		req.Timeseries = append(req.Timeseries, ts)
 	}
 	req.Symbols = st.Symbols()
@@ -153,5 +171,51 @@ func dumpStorage(tb testing.TB, db *tsdb.DB, exq storage.ExemplarQueryable) stri
 		}
 	}
 	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// dumpMetadata returns the metadata records of db's WAL in the order they
+// were written, one line each with the labels of its series, for comparing
+// the metadata two TSDBs hold: the head keeps a series' metadata only in
+// memory and in these records, and writes one when it changes.
+func dumpMetadata(tb testing.TB, db *tsdb.DB) string {
+	tb.Helper()
+	sr, err := wlog.NewSegmentsReader(filepath.Join(db.Dir(), "wal"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer sr.Close()
+	dec := record.NewDecoder(labels.NewSymbolTable(), slog.New(slog.DiscardHandler))
+	series := map[chunks.HeadSeriesRef]labels.Labels{}
+	var lines []string
+	r := wlog.NewReader(sr)
+	for r.Next() {
+		rec := r.Record()
+		switch dec.Type(rec) {
+		case record.Series:
+			ss, err := dec.Series(rec, nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			for _, s := range ss {
+				series[s.Ref] = s.Labels
+			}
+		case record.Metadata:
+			ms, err := dec.Metadata(rec, nil)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			for _, m := range ms {
+				ls, ok := series[m.Ref]
+				if !ok {
+					tb.Fatalf("metadata record of series ref %d, which has no series record", m.Ref)
+				}
+				lines = append(lines, fmt.Sprintf("metadata %s %s %q %q", ls, record.ToMetricType(m.Type), m.Unit, m.Help))
+			}
+		}
+	}
+	if err := r.Err(); err != nil {
+		tb.Fatal(err)
+	}
 	return strings.Join(lines, "\n")
 }

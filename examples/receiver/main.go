@@ -50,6 +50,33 @@ type config struct {
 	writeTimeout      time.Duration
 	idleTimeout       time.Duration
 	maxInflightBytes  int64
+
+	// The features of -enable-feature.
+	metadataWAL, typeAndUnitLabels bool
+}
+
+// Prometheus's feature flags (--enable-feature) that the receiver has.
+const (
+	featureMetadataWAL       = "metadata-wal-records"
+	featureTypeAndUnitLabels = "type-and-unit-labels"
+)
+
+// setFeatures sets c's features from a comma-separated -enable-feature
+// value, as Prometheus's --enable-feature reads it, except that an unknown
+// name is an error rather than a warning.
+func (c *config) setFeatures(v string) error {
+	for f := range strings.SplitSeq(v, ",") {
+		switch f = strings.TrimSpace(f); f {
+		case "":
+		case featureMetadataWAL:
+			c.metadataWAL = true
+		case featureTypeAndUnitLabels:
+			c.typeAndUnitLabels = true
+		default:
+			return fmt.Errorf("unknown feature %q: want %s or %s", f, featureMetadataWAL, featureTypeAndUnitLabels)
+		}
+	}
+	return nil
 }
 
 // Defaults of the HTTP server's limits.
@@ -91,6 +118,7 @@ func main() {
 	flag.DurationVar(&c.writeTimeout, "write-timeout", 0, "longest time from the end of a request's headers to the end of its response, processing included (0: none, as Prometheus)")
 	flag.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection waits for its next request (0: -read-timeout); the default is Prometheus's")
 	flag.Int64Var(&c.maxInflightBytes, "max-inflight-bytes", defaultMaxInflightBytes, "most bytes of request bodies, compressed and decoded, held at once across all requests; a request beyond it is answered 503, which Prometheus's sender retries (a request needs up to 64 MiB; 0: no limit)")
+	flag.Func("enable-feature", "comma-separated Prometheus features to enable, off by default as in Prometheus: "+featureMetadataWAL+" (attach each 2.0 series' metadata to its appends and keep it in the TSDB's WAL), "+featureTypeAndUnitLabels+" (add __type__ and __unit__ labels from each 2.0 series' metadata)", c.setFeatures)
 	flag.Parse()
 
 	var err error
@@ -117,7 +145,9 @@ func main() {
 // fails, or tsdb.Open panics (as a registry does on a metric registered
 // twice), it removes the temporary directory before it returns or the
 // panic goes on.
-func openDB(dir string, maxExemplars int64, reg prometheus.Registerer) (db *tsdb.DB, cleanup func() error, err error) {
+// metadataWAL turns on the TSDB's metadata WAL records, the storage half of
+// Prometheus's metadata-wal-records feature.
+func openDB(dir string, maxExemplars int64, metadataWAL bool, reg prometheus.Registerer) (db *tsdb.DB, cleanup func() error, err error) {
 	tmp := ""
 	if dir == "" {
 		if tmp, err = os.MkdirTemp("", "ingestkit-receiver-"); err != nil {
@@ -133,6 +163,7 @@ func openDB(dir string, maxExemplars int64, reg prometheus.Registerer) (db *tsdb
 	opts := tsdb.DefaultOptions()
 	opts.EnableExemplarStorage = maxExemplars > 0
 	opts.MaxExemplars = maxExemplars
+	opts.EnableMetadataWALRecords = metadataWAL
 	db, err = tsdb.Open(dir, slog.New(slog.DiscardHandler), reg, opts, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the TSDB in %s: %w", dir, err)
@@ -178,14 +209,16 @@ func receiverOptions(c config, ring *ingest.Ring, ex *exemplars.Ring, logger *sl
 		xa = RingExemplars{ex}
 	}
 	return Options{
-		MaxInflightBytes:    c.maxInflightBytes,
-		Exemplars:           xa,
-		MaxLabelsPerSeries:  c.maxLabels,
-		MaxLabelNameLength:  c.maxNameLength,
-		MaxLabelValueLength: c.maxValueLength,
-		Ring:                ring,
-		Tenant:              c.tenant,
-		Logger:              logger,
+		MaxInflightBytes:        c.maxInflightBytes,
+		Exemplars:               xa,
+		AppendMetadata:          c.metadataWAL,
+		EnableTypeAndUnitLabels: c.typeAndUnitLabels,
+		MaxLabelsPerSeries:      c.maxLabels,
+		MaxLabelNameLength:      c.maxNameLength,
+		MaxLabelValueLength:     c.maxValueLength,
+		Ring:                    ring,
+		Tenant:                  c.tenant,
+		Logger:                  logger,
 	}
 }
 
@@ -260,7 +293,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		// storage, even when it is off: the ring's take another prefix.
 		reg.MustRegister(exemplars.NewCollector(ex, exemplars.CollectorOptions{Prefix: ringMetricsPrefix}))
 	}
-	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, reg)
+	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, c.metadataWAL, reg)
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,26 @@ type Options struct {
 	// Tenant is the tenant the ring hashes series with.
 	Tenant string
 
+	// AppendMetadata attaches each 2.0 series' metadata (type, unit and
+	// help) to every sample and histogram appended to it, as Prometheus's
+	// handler does with its metadata-wal-records feature; the TSDB keeps it
+	// if opened with tsdb.Options.EnableMetadataWALRecords, which that
+	// feature also sets. 1.0 metadata, sent per metric family, is ignored
+	// either way, as by Prometheus. The help and unit strings are interned
+	// until the next [Receiver.Purge]. False (the default, as in
+	// Prometheus) appends no metadata.
+	AppendMetadata bool
+	// EnableTypeAndUnitLabels gives each 2.0 series whose metadata has a
+	// type other than unknown or a unit the labels __type__ and __unit__
+	// from its metadata, in place of any __type__ and __unit__ labels the
+	// series has, as Prometheus's handler does with its
+	// type-and-unit-labels feature; a series whose metadata has neither
+	// keeps its labels. These are the series' labels from then on: what
+	// is stored, validated, cached, hashed and tracked. The label limits
+	// and the Ring see the labels as received. False (the default, as in
+	// Prometheus) keeps every series' labels as received.
+	EnableTypeAndUnitLabels bool
+
 	// Exemplars is where exemplars go. Nil means the TSDB's own circular
 	// exemplar storage, through storage.ExemplarAppenderV2, as in
 	// Prometheus.
@@ -191,6 +211,8 @@ type Receiver struct {
 	exemplars ExemplarStore
 	logger    *slog.Logger
 	limits    bool // any label limit set
+	metadata  bool // Options.AppendMetadata
+	typeUnit  bool // Options.EnableTypeAndUnitLabels
 	maxLabels int
 	maxName   int
 	maxValue  int
@@ -199,6 +221,11 @@ type Receiver struct {
 
 	strings labels.Table
 	symbols *promlabels.SymbolTable // for the dedupelabels build; shared by all decoders
+	// metaStrings interns the help and unit strings of AppendMetadata,
+	// apart from strings because they can change while a series stays:
+	// Purge resets it every time, so that it holds those of one purge
+	// interval.
+	metaStrings labels.Table
 
 	workers sync.Pool // of *worker
 
@@ -251,6 +278,8 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 		maxLabels: opts.MaxLabelsPerSeries,
 		maxName:   opts.MaxLabelNameLength,
 		maxValue:  opts.MaxLabelValueLength,
+		metadata:  opts.AppendMetadata,
+		typeUnit:  opts.EnableTypeAndUnitLabels,
 		symbols:   promlabels.NewSymbolTable(),
 	}
 	r.maxBody, r.maxDecoded = cmp.Or(opts.MaxBodySize, ingest.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, ingest.DefaultMaxDecodedSize)
@@ -302,12 +331,17 @@ func (r *Receiver) UpdateStats(s *Stats) {
 // of series that went away are not held for the life of the process, as
 // labels.Table would hold them: strings that the TSDB's series hold stay
 // valid, and series created after the reset intern their strings anew.
+// It always resets the interner of the metadata's help and unit strings
+// (Options.AppendMetadata), whose strings a series can change at every
+// request: the TSDB keeps a series' latest metadata, the interner only
+// those sent since the last Purge.
 func (r *Receiver) Purge(keepFrom time.Time) (cache, active int) {
 	ms := keepFrom.UnixMilli()
 	cache, active = r.cache.Purge(ms), r.tracker.Purge(ms)
 	if cache > 0 {
 		r.strings.Reset()
 	}
+	r.metaStrings.Reset()
 	return cache, active
 }
 
@@ -402,6 +436,7 @@ type worker struct {
 	ex       ExemplarAppender
 	errs     errList
 	h        ingest.Handle // the current series'
+	typed    typedSeries   // the current series with type and unit labels
 	replicas []int
 	owned    []int64 // per ring endpoint, for this request
 }
@@ -410,6 +445,7 @@ func (r *Receiver) newWorker() *worker {
 	wk := &worker{r: r, ex: r.exemplars.NewExemplarAppender()}
 	wk.dec.SetInterner(&r.strings)
 	wk.dec.SetSymbolTable(r.symbols)
+	wk.typed.sb = promlabels.NewScratchBuilderWithSymbolTable(r.symbols, 0)
 	if r.ring != nil {
 		wk.owned = make([]int64, r.ring.Len())
 	}
@@ -588,10 +624,32 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 				continue
 			}
 		}
+		// Prometheus's handler reads the metadata before it validates the
+		// labels, which its type-and-unit-labels feature rewrites; with
+		// metadata-wal-records every append of the series carries it.
+		var opts storage.AOptions
+		typed := false
+		if v2 && (r.metadata || r.typeUnit) {
+			if r.metadata {
+				opts.Metadata, _ = s.OwnedMetadata(&r.metaStrings)
+			}
+			if m, _ := s.Metadata(); r.typeUnit && needsTypeAndUnit(m) {
+				wk.typed.reset(s, m)
+				typed = true
+			}
+		}
 		// The handle lives in the worker: passed to the ExemplarAppender
-		// interface, a local would escape to the heap.
+		// interface, a local would escape to the heap. Each Lookup is
+		// given a concrete type, whose calls the compiler resolves: the
+		// series as a variable of interface type cost allocations
+		// (TestAllocsPerRequest).
 		var err error
-		if wk.h, err = a.Lookup(s); err != nil {
+		if typed {
+			wk.h, err = a.Lookup(&wk.typed)
+		} else {
+			wk.h, err = a.Lookup(s)
+		}
+		if err != nil {
 			// Not reached: Lookup refuses only a series with Err, skipped
 			// above. Should that change, skip the series the same way.
 			c.invalid += len(samples) + len(hists)
@@ -623,7 +681,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		for _, smp := range samples {
 			err := errTooFarInFuture
 			if smp.Timestamp <= maxTime {
-				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
+				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, opts)
 			}
 			if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
 				c.Samples++
@@ -642,7 +700,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		}
 		buckets := -1
 		for _, hs := range hists {
-			err := appendHistogram(a, h, maxTime, hs)
+			err := appendHistogram(a, h, maxTime, hs, opts)
 			if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
 				c.Histograms++
 				written = true
@@ -697,7 +755,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 // appendHistogram appends one native histogram sample as Prometheus's
 // time-limit appender does: rejected if too far ahead, reduced to the
 // largest exponential schema if its schema is a reserved larger one.
-func appendHistogram(a *ingest.Appender, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample) error {
+func appendHistogram(a *ingest.Appender, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample, opts storage.AOptions) error {
 	if hs.Timestamp > maxTime {
 		return errTooFarInFuture
 	}
@@ -711,7 +769,7 @@ func appendHistogram(a *ingest.Appender, h *ingest.Handle, maxTime int64, hs ing
 			return err
 		}
 	}
-	return a.Append(h, hs.StartTimestamp, hs.Timestamp, 0, hs.H, hs.FH, storage.AOptions{})
+	return a.Append(h, hs.StartTimestamp, hs.Timestamp, 0, hs.H, hs.FH, opts)
 }
 
 // appendExemplars stores a series' exemplars and returns how many were

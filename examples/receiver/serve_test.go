@@ -172,7 +172,7 @@ func TestServeFailure(t *testing.T) {
 func TestOpenDBPanic(t *testing.T) {
 	check := emptyTempDir(t)
 	reg := prometheus.NewRegistry()
-	_, cleanup, err := openDB("", 10, reg)
+	_, cleanup, err := openDB("", 10, false, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestOpenDBPanic(t *testing.T) {
 				t.Error("openDB with the TSDB's metrics registered twice did not panic")
 			}
 		}()
-		_, c2, err := openDB("", 10, reg)
+		_, c2, err := openDB("", 10, false, reg)
 		if err == nil {
 			_ = c2()
 		}

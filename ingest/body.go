@@ -157,8 +157,8 @@ type BodyReader struct {
 	//
 	// Why fresh buffers are exactly the requested length rather than the
 	// class size: a cold or unpooled read must cost no more memory than the
-	// body (BenchmarkReadBody/impl=ingestkit holds B/op within 1% of the
-	// body), and Go's allocator does not round allocations above 32 KiB
+	// body (BenchmarkReadBody/impl=ingestkit's B/op against the body's
+	// size), and Go's allocator does not round allocations above 32 KiB
 	// beyond a page. So a fresh buffer of n bytes goes, when released, into
 	// the class whose size is <= n, and a request for n bytes looks first in
 	// the class whose size is >= n (every buffer there fits) and then in the

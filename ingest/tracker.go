@@ -12,18 +12,14 @@ import (
 )
 
 // DefaultTrackerStripes is the stripe count of a [Tracker] whose options
-// leave it zero. On this project's 2-core machines, BenchmarkTrackerStripes
-// (-count 6, counts from 16 to 1024, with cache lines dear to move between
-// the cores) measures lock-free updates of existing series at 75-94 ns at
-// 10k series and 62-72 ns at 1M up to 512 stripes (87 ns at 1024), and
-// additions of new series at 171-186 ns at 10k and 133-398 ns at 1M, with
-// no trend beyond the noise (± up to 84% at 1M). Measured as in
-// TestTrackerMemoryPerSeries, a tracker holds 42 to 45 bytes per series at
-// 1M series up to 128 stripes and 46.1 at 512 (49 to 53 and 72 at 10k
-// series), and an empty tracker costs 128 bytes a stripe. So the default
-// is the count that keeps an empty tracker small, 16 KiB, a quarter of
-// 512's, for the many small tenants of a multi-tenant ingester, with room
-// for cores to update different stripes. A tenant of millions of series
+// leave it zero. BenchmarkTrackerStripes (stripe counts from 16 to 1024)
+// finds no trend in update or insert time beyond the noise up to 512
+// stripes, and TestTrackerMemoryPerSeries finds the bytes held per series
+// flat up to 128 stripes and rising past it (see BENCHMARKS.md); an empty
+// tracker costs 128 bytes a stripe. So the default is the count that keeps
+// an empty tracker small, 16 KiB, a quarter of 512's, for the many small
+// tenants of a multi-tenant ingester, with room for cores to update
+// different stripes. A tenant of millions of series
 // fed by many cores can take 512 or more; a small one, 16.
 const DefaultTrackerStripes = 128
 
@@ -636,11 +632,10 @@ func trackerPlace(index []uint64, tag, i uint32) {
 // locks one stripe at a time, for a pass over the stripe's entries in
 // memory order and, if it finds series to drop, one over its index and one
 // over its entries that copies the others to new tables sized for them
-// (BenchmarkTrackerPurge: 40 to 46 ms for 1M series, 0.36x of the Cortex
-// design's). Updates of tracked series take no lock and go on meanwhile,
-// but for those of the series of the stripe being purged, which wait for
-// it: about a 128th of that, 0.3 ms, at 1M series and the default
-// stripes. A stripe in which
+// (BenchmarkTrackerPurge). Updates of tracked series take no lock and go on
+// meanwhile, but for those of the series of the stripe being purged, which
+// wait for it: about a stripe count's share of the purge's time. A stripe
+// in which
 // no series was older than keepFrom at its last purge, and none was added
 // older since, is skipped without locking it. Concurrent calls of Purge run
 // one at a time.

@@ -47,8 +47,8 @@ var seed = maphash.MakeSeed()
 // 8-byte word per string that holds where its bytes are, in a table kept 44%
 // to 88% full (70% to 88% once a shard's index has 1024 slots), so 9 to 18 bytes
 // per string. TestTableRetained holds the bytes kept for the strings within
-// 5% of their length; with the index, BenchmarkIntern measures 1.44 bytes
-// of heap held per byte of 10k distinct ~35-byte strings (heap-B/B).
+// 5% of their length; BenchmarkIntern reports the heap held per byte of
+// distinct strings, the index included (heap-B/B, see BENCHMARKS.md).
 //
 // The hash that places strings is keyed per process, so values sent over
 // the network cannot be chosen to pile up on one probe sequence.

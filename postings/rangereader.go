@@ -72,9 +72,15 @@ type Range struct {
 }
 
 // Buffer is a byte buffer from a [RangeReader]'s pool: B holds a range's
-// bytes. It is handed back with [RangeReader.Release]. A Buffer is not safe
-// for concurrent use.
-type Buffer = bufpool.Buffer
+// bytes, and its capacity is the pool's size class. It is handed back with
+// [RangeReader.Release]. A Buffer is not safe for concurrent use.
+type Buffer struct {
+	B []byte
+}
+
+// The pool's buffers are handed out as *Buffer: the two types have the
+// same fields, so a pointer converts to the other at no cost.
+var _ = (*Buffer)((*bufpool.Buffer)(nil))
 
 // Stats are the counters of a [RangeReader] since it was created, as
 // [RangeReader.Stats] copies them: a plain value, not updated afterwards.
@@ -242,13 +248,13 @@ func (r *RangeReader) ReadRangeBuffer(ctx context.Context, name string, off, len
 		r.pool.Put(b)
 		return nil, err
 	}
-	return b, nil
+	return (*Buffer)(b), nil
 }
 
 // Release hands b back to r's pool; neither b nor its bytes may be used
 // afterwards. Release(nil) does nothing.
 func (r *RangeReader) Release(b *Buffer) {
-	r.pool.Put(b)
+	r.pool.Put((*bufpool.Buffer)(b))
 }
 
 // fill reads len(buf) bytes of name from off into buf.
@@ -330,7 +336,7 @@ type part struct {
 type Batch struct {
 	views [][]byte
 	parts []part
-	bufs  []*bufpool.Buffer
+	bufs  []*Buffer
 	// pool is where bufs go back to, nil if they were not pooled.
 	pool *bufpool.Pool
 }
@@ -348,7 +354,7 @@ func (b *Batch) View(i int) []byte { return b.views[i] }
 func (b *Batch) Release() {
 	for i, buf := range b.bufs {
 		if b.pool != nil {
-			b.pool.Put(buf)
+			b.pool.Put((*bufpool.Buffer)(buf))
 		}
 		b.bufs[i] = nil
 	}
@@ -408,7 +414,7 @@ func (r *RangeReader) ReadRanges(ctx context.Context, name string, ranges []Rang
 	if !r.readAll {
 		b.pool = &r.pool
 	}
-	b.bufs = append(b.bufs, make([]*bufpool.Buffer, len(b.parts))...)
+	b.bufs = append(b.bufs, make([]*Buffer, len(b.parts))...)
 	var err error
 	if len(b.parts) == 1 {
 		err = r.fetch(ctx, name, b, 0)
@@ -469,14 +475,14 @@ func (r *RangeReader) fetch(ctx context.Context, name string, b *Batch, i int) e
 	n := p.end - p.off
 	if r.readAll {
 		if n == 0 {
-			b.bufs[i] = &bufpool.Buffer{}
+			b.bufs[i] = &Buffer{}
 			return nil
 		}
 		data, err := r.readAllRange(ctx, name, p.off, n)
 		if err != nil {
 			return err
 		}
-		b.bufs[i] = &bufpool.Buffer{B: data}
+		b.bufs[i] = &Buffer{B: data}
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -492,7 +498,7 @@ func (r *RangeReader) fetch(ctx context.Context, name string, b *Batch, i int) e
 			return err
 		}
 	}
-	b.bufs[i] = buf
+	b.bufs[i] = (*Buffer)(buf)
 	return nil
 }
 

@@ -20,6 +20,9 @@ const DefaultCollectorPrefix = "prometheus_tsdb_exemplar_"
 // apart. ConstLabels do set apart Collectors of several rings that share
 // one Prefix, a ring per tenant say, since their label names are the
 // same.
+//
+// It is a plain value, safe for concurrent use once built and not
+// modified afterwards.
 type CollectorOptions struct {
 	// Prefix replaces DefaultCollectorPrefix in the six names, which are
 	// Prefix followed by exemplars_appended_total,

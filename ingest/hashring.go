@@ -14,7 +14,8 @@ import (
 
 // RingAlgorithm is how a [Ring] places series on endpoints. The values are
 // the names of the --receive.hashrings-algorithm setting of Thanos receive
-// and of the "algorithm" field of its hashrings file.
+// and of the "algorithm" field of its hashrings file. A RingAlgorithm is
+// an immutable string, safe for concurrent use.
 type RingAlgorithm string
 
 const (

@@ -9,7 +9,8 @@ import (
 )
 
 // TenantMatcher is how the tenants of a [HashringConfig] are matched, the
-// "tenant_matcher_type" of a Thanos hashrings file.
+// "tenant_matcher_type" of a Thanos hashrings file. A TenantMatcher is
+// an immutable string, safe for concurrent use.
 type TenantMatcher string
 
 const (

@@ -33,6 +33,9 @@ const maxTrackerStripes = 1 << 16
 
 // TrackerOptions are the settings of a [Tracker]. The zero value means the
 // defaults: [DefaultTrackerStripes] stripes and no custom trackers.
+//
+// It is a plain value, safe for concurrent use once built and not
+// modified afterwards.
 type TrackerOptions struct {
 	// Stripes is the number of independently locked parts, rounded up to a
 	// power of two, at most 65536. Zero means [DefaultTrackerStripes].
@@ -52,7 +55,9 @@ type TrackerOptions struct {
 // from a selector string such as `{namespace=~"team-a-.*"}`.
 //
 // [NewTracker] keeps a copy of the slice of CustomTrackers it is given, and
-// the matchers themselves, which must not be modified afterwards.
+// the matchers themselves, which must not be modified afterwards. A
+// CustomTracker is a plain value, safe for concurrent use once built and
+// not modified afterwards.
 type CustomTracker struct {
 	// Name identifies the custom tracker in [TrackerStats] and
 	// [Tracker.ActiveCustom]. It must not be empty, nor used twice.
@@ -63,20 +68,24 @@ type CustomTracker struct {
 }
 
 // TrackerCounts are the active series of a [Tracker], or of one of its
-// custom trackers.
+// custom trackers: a plain value, a copy not updated afterwards, safe for
+// concurrent use.
 type TrackerCounts struct {
 	Series                 int // active series, of any type
 	NativeHistograms       int // of those, native histogram series
 	NativeHistogramBuckets int // buckets of those native histograms, as last given
 }
 
-// CustomTrackerCounts are the counts of one [CustomTracker].
+// CustomTrackerCounts are the counts of one [CustomTracker]: a plain
+// value, a copy not updated afterwards, safe for concurrent use.
 type CustomTrackerCounts struct {
 	Name          string // the CustomTracker's
 	TrackerCounts        // of the active series it matched
 }
 
-// TrackerStats are the counts [Tracker.UpdateStats] reports.
+// TrackerStats are the counts [Tracker.UpdateStats] reports: a plain
+// value that the tracker fills and does not update afterwards; it is not
+// safe for concurrent use while UpdateStats writes it.
 type TrackerStats struct {
 	TrackerCounts                       // all active series
 	Custom        []CustomTrackerCounts // one per TrackerOptions.Custom, in that order

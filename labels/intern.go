@@ -399,7 +399,8 @@ func (t *Table) Reset() {
 	}
 }
 
-// InternStats describes what an interner holds.
+// InternStats describes what an interner holds: a plain value, a copy not
+// updated afterwards, safe for concurrent use.
 type InternStats struct {
 	Strings int   // distinct strings
 	Bytes   int64 // their total length

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +44,11 @@ type config struct {
 	purgeInterval   time.Duration
 	activeIdle      time.Duration
 	syntheticSeries int
+
+	// Tenants (tenants.go); tenant is the default tenant.
+	tenantHeader       string
+	tenantIdle         time.Duration
+	maxSeriesPerTenant int
 }
 
 func main() {
@@ -54,7 +60,7 @@ func main() {
 	flag.StringVar(&c.peers, "peers", "", "comma-separated hashring endpoints whose ownership of each series is reported (nothing is forwarded)")
 	flag.IntVar(&c.replication, "replication-factor", 1, "hashring replication factor")
 	flag.StringVar(&c.ringAlgorithm, "ring-algorithm", "hashmod", "hashring algorithm: hashmod or ketama")
-	flag.StringVar(&c.tenant, "tenant", "default-tenant", "tenant the hashring hashes series with (Thanos's default tenant)")
+	flag.StringVar(&c.tenant, "tenant", defaultTenant, "default tenant: the tenant of a request without a tenant header (Thanos's default-tenant); the hashring hashes each series with its request's tenant")
 	flag.IntVar(&c.maxLabels, "max-labels-per-series", 0, "reject series with more labels (0: no limit, as Prometheus)")
 	flag.IntVar(&c.maxNameLength, "max-label-name-length", 0, "reject series with a longer label name (0: no limit)")
 	flag.IntVar(&c.maxValueLength, "max-label-value-length", 0, "reject series with a longer label value (0: no limit)")
@@ -63,6 +69,11 @@ func main() {
 	flag.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
 	flag.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
 	flag.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
+
+	// Tenants: one TSDB per tenant in -data-dir/<tenant>.
+	flag.StringVar(&c.tenantHeader, "tenant-header", defaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")
+	flag.DurationVar(&c.tenantIdle, "tenant-idle", time.Hour, "close the TSDB of a tenant that received nothing for this long, checked every -purge-interval, and drop its ref cache, tracker and interner; its next request opens it again (0: never)")
+	flag.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
 	flag.Parse()
 
 	var err error
@@ -156,14 +167,22 @@ func receiverOptions(c config, ring *ingest.Ring, ex *exemplars.Ring, logger *sl
 		MaxLabelValueLength: c.maxValueLength,
 		Ring:                ring,
 		Tenant:              c.tenant,
+		MaxSeries:           c.maxSeriesPerTenant,
 		Logger:              logger,
 	}
 }
 
-// newMux returns the receiver's HTTP routes: the write endpoint, timed by a
-// request-duration histogram, /metrics and /api/v1/series_count.
+// newMux returns the HTTP routes of a single Receiver over db, as the demo
+// runs it: see newRoutes.
 func newMux(r *Receiver, db *tsdb.DB, reg *prometheus.Registry) *http.ServeMux {
-	reg.MustRegister(newCollector(r))
+	return newRoutes(r, newCollector(r), func() any { return seriesCount(r, db) }, reg)
+}
+
+// newRoutes returns the receiver's HTTP routes: the write endpoint, write,
+// timed by a request-duration histogram, /metrics, which registers c, and
+// /api/v1/series_count, which shows what counts returns.
+func newRoutes(write http.Handler, c prometheus.Collector, counts func() any, reg *prometheus.Registry) *http.ServeMux {
+	reg.MustRegister(c)
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:                           "ingestkit_receiver_request_duration_seconds",
 		Help:                           "Time to answer a remote-write request.",
@@ -173,11 +192,11 @@ func newMux(r *Receiver, db *tsdb.DB, reg *prometheus.Registry) *http.ServeMux {
 	}, []string{"code"})
 	reg.MustRegister(duration)
 	mux := http.NewServeMux()
-	mux.Handle("/api/v1/write", promhttp.InstrumentHandlerDuration(duration, r))
+	mux.Handle("/api/v1/write", promhttp.InstrumentHandlerDuration(duration, write))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/api/v1/series_count", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(seriesCount(r, db))
+		_ = json.NewEncoder(w).Encode(counts())
 	})
 	return mux
 }
@@ -214,44 +233,55 @@ func seriesCount(r *Receiver, db *tsdb.DB) seriesCountResponse {
 // own exemplar storage (see exemplars.CollectorOptions).
 const ringMetricsPrefix = "ingestkit_exemplar_ring_"
 
-// serve runs the receiver until ctx is done. Whatever fails, it closes the
-// TSDB and removes the temporary directory it made, if any, before it
+// serve runs the receiver until ctx is done, with one TSDB per tenant in
+// -data-dir/<tenant> (tenants.go). Whatever fails, it closes the tenants'
+// TSDBs and removes the temporary directory it made, if any, before it
 // returns.
 func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops purgeLoop whichever way serve returns
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ex, tsdbExemplars, err := exemplarStore(c)
+	ringExemplars, tsdbExemplars, err := tenantExemplars(c)
 	if err != nil {
 		return err
 	}
-	if ex != nil {
-		// The head registers Prometheus's exemplar metrics, for its own
-		// storage, even when it is off: the ring's take another prefix.
-		reg.MustRegister(exemplars.NewCollector(ex, exemplars.CollectorOptions{Prefix: ringMetricsPrefix}))
-	}
-	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, reg)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, cleanup()) }()
 	ring, err := newRing(c)
 	if err != nil {
 		return err
 	}
+	dir := c.dataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "ingestkit-receiver-"); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }() // after tt.close
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	r, err := NewReceiver(db, receiverOptions(c, ring, ex, logger))
+	tt, err := newTenants(tenantOptions{
+		Dir: dir, Header: c.tenantHeader, Default: c.tenant,
+		Receiver:     receiverOptions(c, ring, nil, logger),
+		MaxExemplars: tsdbExemplars, RingExemplars: ringExemplars,
+		Registerer: reg, Logger: logger,
+	})
 	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, tt.close()) }()
+	if err := tt.openExisting(); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: newMux(r, db, reg), ReadHeaderTimeout: 10 * time.Second}
-	go purgeLoop(ctx, r, c.purgeInterval, c.activeIdle)
-	fmt.Fprintf(out, "receiver: remote write on http://%s/api/v1/write, TSDB in %s\n", ln.Addr(), db.Dir())
+	srv := &http.Server{Handler: newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg), ReadHeaderTimeout: 10 * time.Second}
+	go purgeLoop(ctx, tt, c.purgeInterval, c.activeIdle)
+	if c.tenantIdle > 0 {
+		go tenantIdleLoop(ctx, tt, c.purgeInterval, c.tenantIdle, logger)
+	}
+	fmt.Fprintf(out, "receiver: remote write on http://%s/api/v1/write, TSDB in %s, tenant header %s, default tenant %s\n",
+		ln.Addr(), filepath.Join(dir, "<tenant>"), tt.opts.Header, tt.opts.Default)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -261,12 +291,17 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return srv.Shutdown(shutdownCtx)
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		// Handlers still run: end them, since closing the tenants waits
+		// for them.
+		return errors.Join(err, srv.Close())
+	}
+	return nil
 }
 
 // purgeLoop drops idle series from the ref cache and the tracker (see
-// Receiver.Purge).
-func purgeLoop(ctx context.Context, r *Receiver, every, idle time.Duration) {
+// Receiver.Purge), of a Receiver or of every tenant's.
+func purgeLoop(ctx context.Context, r interface{ Purge(time.Time) (int, int) }, every, idle time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

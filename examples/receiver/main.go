@@ -49,6 +49,7 @@ type config struct {
 	tenantHeader       string
 	tenantIdle         time.Duration
 	maxSeriesPerTenant int
+	maxTenants         int
 }
 
 func main() {
@@ -56,7 +57,7 @@ func main() {
 	flag.BoolVar(&c.demo, "demo", false, "start on loopback, drive the receiver and Prometheus's handler with the same traffic for -duration, print a comparison and exit")
 	flag.DurationVar(&c.duration, "duration", 3*time.Second, "with -demo: how long to drive Prometheus's handler; the receiver then gets the same requests")
 	flag.StringVar(&c.listen, "listen", "127.0.0.1:9201", "address to listen on (with -demo, default a free loopback port)")
-	flag.StringVar(&c.dataDir, "data-dir", "", "TSDB directory (default: a fresh temporary directory, removed on exit)")
+	flag.StringVar(&c.dataDir, "data-dir", "", "directory of the TSDBs, one per tenant in <data-dir>/<tenant> (default: a fresh temporary directory, removed on exit)")
 	flag.StringVar(&c.peers, "peers", "", "comma-separated hashring endpoints whose ownership of each series is reported (nothing is forwarded)")
 	flag.IntVar(&c.replication, "replication-factor", 1, "hashring replication factor")
 	flag.StringVar(&c.ringAlgorithm, "ring-algorithm", "hashmod", "hashring algorithm: hashmod or ketama")
@@ -73,6 +74,7 @@ func main() {
 	// Tenants: one TSDB per tenant in -data-dir/<tenant>.
 	flag.StringVar(&c.tenantHeader, "tenant-header", defaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")
 	flag.DurationVar(&c.tenantIdle, "tenant-idle", time.Hour, "close the TSDB of a tenant that received nothing for this long, checked every -purge-interval, and drop its ref cache, tracker and interner; its next request opens it again (0: never)")
+	flag.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB, and with -exemplar-store ring a ring of -max-exemplars (0: no limit)")
 	flag.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
 	flag.Parse()
 
@@ -262,7 +264,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		Dir: dir, Header: c.tenantHeader, Default: c.tenant,
 		Receiver:     receiverOptions(c, ring, nil, logger),
 		MaxExemplars: tsdbExemplars, RingExemplars: ringExemplars,
-		Registerer: reg, Logger: logger,
+		MaxTenants: c.maxTenants, Registerer: reg, Logger: logger,
 	})
 	if err != nil {
 		return err

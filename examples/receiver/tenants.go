@@ -40,6 +40,11 @@ var (
 	// errTenantsClosed is returned for a request that comes after the
 	// tenants were closed; answered 503.
 	errTenantsClosed = errors.New("receiver: tenants are closed")
+	// errTooManyTenants is returned for the first request of a tenant
+	// while tenantOptions.MaxTenants tenants are open; answered 503, as
+	// Mimir answers its ingesters' -ingester.instance-limits.max-tenants,
+	// so that the sender retries (an idle tenant may be closed meanwhile).
+	errTooManyTenants = errors.New("receiver: too many tenants")
 	// errSingleTenantDir is returned at start for a -data-dir that holds
 	// the TSDB of a single-tenant receiver (a wal directory of its own)
 	// rather than one directory per tenant.
@@ -107,6 +112,11 @@ type tenantOptions struct {
 	// exemplar ring's, labelled tenant="<id>", and loses them when the
 	// tenant is closed.
 	Registerer prometheus.Registerer
+	// MaxTenants, if positive, bounds the open tenants: a new tenant's
+	// request beyond it is refused (errTooManyTenants), since every
+	// tenant costs a TSDB, its directory, and with RingExemplars a ring
+	// allocated in full.
+	MaxTenants int
 	// Logger receives a line when a tenant is opened or closed, and for
 	// each request refused before it reached a tenant. Nil means none.
 	Logger *slog.Logger
@@ -253,7 +263,7 @@ func (tt *tenants) tenantOf(req *http.Request) (string, error) {
 // ServeHTTP routes a remote-write request to its tenant's Receiver. A
 // request whose tenant header is not a valid tenant ID is answered 400
 // before anything is read or opened; one whose tenant fails to open, 500;
-// one after close, 503.
+// a new tenant's beyond MaxTenants, or one after close, 503.
 func (tt *tenants) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	id, err := tt.tenantOf(req)
 	if err != nil {
@@ -265,7 +275,7 @@ func (tt *tenants) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	tn, err := tt.acquire(id)
 	if err != nil {
 		code := http.StatusInternalServerError
-		if errors.Is(err, errTenantsClosed) {
+		if errors.Is(err, errTenantsClosed) || errors.Is(err, errTooManyTenants) {
 			code = http.StatusServiceUnavailable
 		}
 		tt.logger.Warn("remote-write request rejected", "tenant", id, "code", code, "err", err)
@@ -310,6 +320,10 @@ func (tt *tenants) acquire(id string) (*tenant, error) {
 		if tt.closed || tt.m[id] != nil {
 			tt.mu.Unlock()
 			continue // closed, or another request made it first
+		}
+		if limit := tt.opts.MaxTenants; limit > 0 && len(tt.m) >= limit {
+			tt.mu.Unlock()
+			return nil, fmt.Errorf("%w: %d open, the limit (-max-tenants)", errTooManyTenants, limit)
 		}
 		tn = &tenant{id: id, ready: make(chan struct{})}
 		tn.inflight.Add(1)
@@ -365,6 +379,9 @@ func (tt *tenants) open(tn *tenant) (err error) {
 	tn.db = db
 	opts := tt.opts.Receiver
 	opts.Tenant = tn.id
+	if opts.Logger != nil {
+		opts.Logger = opts.Logger.With("tenant", tn.id)
+	}
 	if tt.opts.RingExemplars > 0 {
 		ring := exemplars.New(tt.opts.RingExemplars, exemplars.Options{})
 		if tn.reg != nil {

@@ -631,3 +631,26 @@ func TestTenantsEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantsMaxTenants checks that a new tenant beyond MaxTenants is
+// refused with a 503 and no directory, and admitted once a tenant was
+// closed.
+func TestTenantsMaxTenants(t *testing.T) {
+	dir := t.TempDir()
+	tt := newTestTenants(t, tenantOptions{Dir: dir, MaxTenants: 2})
+	ts := time.Now().UnixMilli()
+	mustSend(t, tt, "a", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
+	mustSend(t, tt, "b", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
+	rec := mustSend(t, tt, "c", seriesOf(t, ts, 1, "x"), http.StatusServiceUnavailable)
+	if !strings.Contains(rec.Body.String(), "too many tenants") {
+		t.Errorf("body %q, want too many tenants", rec.Body)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "c")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused tenant's directory: %v, want none", err)
+	}
+	mustSend(t, tt, "a", seriesOf(t, ts+1, 1, "x"), http.StatusNoContent)
+	if _, err := tt.closeIdle(time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, tt, "c", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
+}

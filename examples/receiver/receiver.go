@@ -101,14 +101,15 @@ type Options struct {
 
 	// MaxSeries limits the active series (those of the tracker) of the
 	// Receiver, which serves one tenant: a series that is not in the ref
-	// cache (not appended since its last purge) is refused while the
-	// tracker counts MaxSeries active series, with a 400 that names the
-	// limit, as Mimir answers its per-tenant series limit; the request's
-	// other series are written, in both protocol versions. [Stats] counts
-	// the refused series and their samples. Zero means no limit. The check
-	// and the creation of the series are not one atomic step: requests
-	// that add new series at the same time may pass the limit by at most
-	// one series each, as Mimir's may.
+	// cache (not looked up since the cache's last purge) is refused while
+	// the tracker counts MaxSeries active series, with a 400 that names
+	// the limit, as Mimir answers its per-tenant series limit; the
+	// request's other series are written, in both protocol versions.
+	// [Stats] counts the refused series and their samples. Zero means no
+	// limit. The check and the tracker's update are not one atomic step:
+	// requests that add new series at the same time may pass the limit by
+	// one series each, and a cached series none of whose samples was
+	// written since the tracker's purge is let in as an active one.
 	MaxSeries int
 
 	// Ring, if not nil, is asked for the owners of every series, which

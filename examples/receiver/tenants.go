@@ -153,6 +153,7 @@ type tenants struct {
 	closed bool               // guarded by mu
 
 	invalid    atomic.Int64 // requests refused for their tenant header
+	unrouted   atomic.Int64 // requests whose valid tenant could not be opened or admitted
 	opened     atomic.Int64 // tenant TSDBs opened, successfully or not
 	idleClosed atomic.Int64 // tenants closed by closeIdle
 }
@@ -274,6 +275,7 @@ func (tt *tenants) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	tn, err := tt.acquire(id)
 	if err != nil {
+		tt.unrouted.Add(1)
 		code := http.StatusInternalServerError
 		if errors.Is(err, errTenantsClosed) || errors.Is(err, errTooManyTenants) {
 			code = http.StatusServiceUnavailable
@@ -534,7 +536,7 @@ func (tt *tenants) seriesCounts() tenantsCountResponse {
 			t.OwnedPerPeer[ep] += n
 		}
 	})
-	resp.Rejected += tt.invalid.Load()
+	resp.Rejected += tt.invalid.Load() + tt.unrouted.Load()
 	return resp
 }
 
@@ -547,7 +549,7 @@ const (
 // tenantsCountResponse is what /api/v1/series_count shows with tenants:
 // the totals of the open tenants, as a single receiver shows its own, and
 // each tenant's under "tenants". rejected_requests counts those refused
-// for their tenant header too.
+// before they reached a tenant too.
 type tenantsCountResponse struct {
 	seriesCountResponse
 	Tenants map[string]seriesCountResponse `json:"tenants"`

@@ -20,7 +20,7 @@ type tenantCollector struct {
 	counters map[string]*prometheus.Desc
 	active, head, cached,
 	refusedSeries, refusedSamples, owned,
-	open, opened, idleClosed, invalid *prometheus.Desc
+	open, opened, idleClosed, invalid, unrouted *prometheus.Desc
 }
 
 func newTenantCollector(tt *tenants) *tenantCollector {
@@ -38,6 +38,7 @@ func newTenantCollector(tt *tenants) *tenantCollector {
 	c.open = prometheus.NewDesc("ingestkit_receiver_tenants", "Tenants whose TSDB is open.", nil, nil)
 	c.opened = prometheus.NewDesc("ingestkit_receiver_tenant_opens_total", "Tenant TSDBs opened, at start, on a tenant's first request or after it was closed when idle.", nil, nil)
 	c.idleClosed = prometheus.NewDesc("ingestkit_receiver_idle_tenants_closed_total", "Tenants closed for receiving nothing for -tenant-idle.", nil, nil)
+	c.unrouted = prometheus.NewDesc("ingestkit_receiver_unavailable_tenant_requests_total", "Requests refused because their tenant could not be opened (500) or admitted under -max-tenants (503).", nil, nil)
 	c.invalid = prometheus.NewDesc("ingestkit_receiver_invalid_tenant_requests_total", "Requests refused with a 400 for their tenant header.", nil, nil)
 	return c
 }
@@ -47,7 +48,7 @@ func (c *tenantCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.counters {
 		ch <- d
 	}
-	for _, d := range []*prometheus.Desc{c.active, c.head, c.cached, c.refusedSeries, c.refusedSamples, c.owned, c.open, c.opened, c.idleClosed, c.invalid} {
+	for _, d := range []*prometheus.Desc{c.active, c.head, c.cached, c.refusedSeries, c.refusedSamples, c.owned, c.open, c.opened, c.idleClosed, c.invalid, c.unrouted} {
 		ch <- d
 	}
 }
@@ -76,4 +77,5 @@ func (c *tenantCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.opened, prometheus.CounterValue, float64(c.tt.opened.Load()))
 	ch <- prometheus.MustNewConstMetric(c.idleClosed, prometheus.CounterValue, float64(c.tt.idleClosed.Load()))
 	ch <- prometheus.MustNewConstMetric(c.invalid, prometheus.CounterValue, float64(c.tt.invalid.Load()))
+	ch <- prometheus.MustNewConstMetric(c.unrouted, prometheus.CounterValue, float64(c.tt.unrouted.Load()))
 }

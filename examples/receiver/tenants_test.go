@@ -653,4 +653,7 @@ func TestTenantsMaxTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustSend(t, tt, "c", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
+	if n := tt.unrouted.Load(); n != 1 {
+		t.Errorf("requests refused before a tenant = %d, want 1", n)
+	}
 }

@@ -657,3 +657,27 @@ func TestTenantsMaxTenants(t *testing.T) {
 		t.Errorf("requests refused before a tenant = %d, want 1", n)
 	}
 }
+
+// TestTenantIdleLoop checks that tenantIdleLoop closes a tenant that
+// received nothing for the idle time, and only then.
+func TestTenantIdleLoop(t *testing.T) {
+	tt := newTestTenants(t, tenantOptions{})
+	mustSend(t, tt, "a", seriesOf(t, time.Now().UnixMilli(), 1, "x"), http.StatusNoContent)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const idle = 200 * time.Millisecond
+	start := time.Now()
+	go tenantIdleLoop(ctx, tt, 10*time.Millisecond, idle, tt.logger)
+	for tt.idleClosed.Load() == 0 {
+		if time.Since(start) > time.Minute {
+			t.Fatal("tenant a still open after a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := time.Since(start); d < idle {
+		t.Errorf("tenant closed %v after its request, want at least %v", d, idle)
+	}
+	if ids := tt.openTenants(); len(ids) != 0 {
+		t.Errorf("open tenants %q, want none", ids)
+	}
+}

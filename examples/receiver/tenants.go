@@ -387,6 +387,9 @@ func (tt *tenants) open(tn *tenant) (err error) {
 	if tt.opts.RingExemplars > 0 {
 		ring := exemplars.New(tt.opts.RingExemplars, exemplars.Options{})
 		if tn.reg != nil {
+			// The head registers Prometheus's exemplar metrics, for its
+			// own storage, even when it is off: the ring's take another
+			// prefix.
 			tn.reg.MustRegister(exemplars.NewCollector(ring, exemplars.CollectorOptions{Prefix: ringMetricsPrefix}))
 		}
 		opts.Exemplars = RingExemplars{ring}

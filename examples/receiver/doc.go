@@ -42,10 +42,20 @@
 // them. TestServerMode runs each mode as a separate process, through a
 // SIGTERM and a restart on the same -data-dir.
 //
+// The server is multi-tenant, as Thanos receive is: a header
+// (-tenant-header, THANOS-TENANT by default) names each request's tenant,
+// validated as Mimir validates tenant IDs, and each tenant has a Receiver
+// and a TSDB of its own in -data-dir/<tenant>, opened on its first request
+// and closed after -tenant-idle without one (tenants.go).
+// -max-series-per-tenant limits each tenant's active series
+// (Options.MaxSeries). TestDifferentialTenants runs the differential test
+// through the router, two tenants at once.
+//
 // Concurrency: a [Receiver] serves any number of requests at once; each
 // takes a pooled worker (decoder, appender, error list) for its duration,
 // and shares the body reader's buffer pool, the ref cache, the tracker,
-// the interner and the TSDB with the others. Allocations: in the steady
+// the interner and the TSDB with the others (those of its tenant, in
+// server mode). Allocations: in the steady
 // state (series the receiver has appended to before), serving a 1.0
 // request of float samples makes 5 allocations, the TSDB's commit
 // included, whatever its size: none per series or sample; a 2.0 one makes

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -53,6 +54,12 @@ type config struct {
 
 	// The features of -enable-feature.
 	metadataWAL, typeAndUnitLabels bool
+
+	// Tenants (tenants.go); tenant is the default tenant.
+	tenantHeader       string
+	tenantIdle         time.Duration
+	maxSeriesPerTenant int
+	maxTenants         int
 }
 
 // Prometheus's feature flags (--enable-feature) that the receiver has.
@@ -100,11 +107,11 @@ func main() {
 	flag.BoolVar(&c.demo, "demo", false, "start on loopback, drive the receiver and Prometheus's handler with the same traffic for -duration, print a comparison and exit")
 	flag.DurationVar(&c.duration, "duration", 3*time.Second, "with -demo: how long to drive Prometheus's handler; the receiver then gets the same requests")
 	flag.StringVar(&c.listen, "listen", "127.0.0.1:9201", "address to listen on (with -demo, default a free loopback port)")
-	flag.StringVar(&c.dataDir, "data-dir", "", "TSDB directory (default: a fresh temporary directory, removed on exit)")
+	flag.StringVar(&c.dataDir, "data-dir", "", "directory of the TSDBs, one per tenant in <data-dir>/<tenant> (default: a fresh temporary directory, removed on exit)")
 	flag.StringVar(&c.peers, "peers", "", "comma-separated hashring endpoints whose ownership of each series is reported (nothing is forwarded)")
 	flag.IntVar(&c.replication, "replication-factor", 1, "hashring replication factor")
 	flag.StringVar(&c.ringAlgorithm, "ring-algorithm", "hashmod", "hashring algorithm: hashmod or ketama")
-	flag.StringVar(&c.tenant, "tenant", "default-tenant", "tenant the hashring hashes series with (Thanos's default tenant)")
+	flag.StringVar(&c.tenant, "tenant", defaultTenant, "default tenant: the tenant of a request without a tenant header (Thanos's default-tenant); the hashring hashes each series with its request's tenant")
 	flag.IntVar(&c.maxLabels, "max-labels-per-series", 0, "reject series with more labels (0: no limit, as Prometheus)")
 	flag.IntVar(&c.maxNameLength, "max-label-name-length", 0, "reject series with a longer label name (0: no limit)")
 	flag.IntVar(&c.maxValueLength, "max-label-value-length", 0, "reject series with a longer label value (0: no limit)")
@@ -119,6 +126,12 @@ func main() {
 	flag.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection waits for its next request (0: -read-timeout); the default is Prometheus's")
 	flag.Int64Var(&c.maxInflightBytes, "max-inflight-bytes", defaultMaxInflightBytes, "most bytes of request bodies, compressed and decoded, held at once across all requests; a request beyond it is answered 503, which Prometheus's sender retries (a request needs up to 64 MiB; 0: no limit)")
 	flag.Func("enable-feature", "comma-separated Prometheus features to enable, off by default as in Prometheus: "+featureMetadataWAL+" (attach each 2.0 series' metadata to its appends and keep it in the TSDB's WAL), "+featureTypeAndUnitLabels+" (add __type__ and __unit__ labels from each 2.0 series' metadata)", c.setFeatures)
+
+	// Tenants: one TSDB per tenant in -data-dir/<tenant>.
+	flag.StringVar(&c.tenantHeader, "tenant-header", defaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")
+	flag.DurationVar(&c.tenantIdle, "tenant-idle", time.Hour, "close the TSDB of a tenant that received nothing for this long, checked every -purge-interval, and drop its ref cache, tracker and interner; its next request opens it again (0: never)")
+	flag.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB, and with -exemplar-store ring a ring of -max-exemplars (0: no limit)")
+	flag.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
 	flag.Parse()
 
 	var err error
@@ -218,14 +231,22 @@ func receiverOptions(c config, ring *ingest.Ring, ex *exemplars.Ring, logger *sl
 		MaxLabelValueLength:     c.maxValueLength,
 		Ring:                    ring,
 		Tenant:                  c.tenant,
+		MaxSeries:               c.maxSeriesPerTenant,
 		Logger:                  logger,
 	}
 }
 
-// newMux returns the receiver's HTTP routes: the write endpoint, timed by a
-// request-duration histogram, /metrics and /api/v1/series_count.
+// newMux returns the HTTP routes of a single Receiver over db, as the demo
+// runs it: see newRoutes.
 func newMux(r *Receiver, db *tsdb.DB, reg *prometheus.Registry) *http.ServeMux {
-	reg.MustRegister(newCollector(r))
+	return newRoutes(r, newCollector(r), func() any { return seriesCount(r, db) }, reg)
+}
+
+// newRoutes returns the receiver's HTTP routes: the write endpoint, write,
+// timed by a request-duration histogram, /metrics, which registers c, and
+// /api/v1/series_count, which shows what counts returns.
+func newRoutes(write http.Handler, c prometheus.Collector, counts func() any, reg *prometheus.Registry) *http.ServeMux {
+	reg.MustRegister(c)
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:                           "ingestkit_receiver_request_duration_seconds",
 		Help:                           "Time to answer a remote-write request.",
@@ -235,11 +256,11 @@ func newMux(r *Receiver, db *tsdb.DB, reg *prometheus.Registry) *http.ServeMux {
 	}, []string{"code"})
 	reg.MustRegister(duration)
 	mux := http.NewServeMux()
-	mux.Handle("/api/v1/write", promhttp.InstrumentHandlerDuration(duration, r))
+	mux.Handle("/api/v1/write", promhttp.InstrumentHandlerDuration(duration, write))
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/api/v1/series_count", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(seriesCount(r, db))
+		_ = json.NewEncoder(w).Encode(counts())
 	})
 	return mux
 }
@@ -276,44 +297,59 @@ func seriesCount(r *Receiver, db *tsdb.DB) seriesCountResponse {
 // own exemplar storage (see exemplars.CollectorOptions).
 const ringMetricsPrefix = "ingestkit_exemplar_ring_"
 
-// serve runs the receiver until ctx is done. Whatever fails, it closes the
-// TSDB and removes the temporary directory it made, if any, before it
+// serve runs the receiver until ctx is done, with one TSDB per tenant in
+// -data-dir/<tenant> (tenants.go). Whatever fails, it closes the tenants'
+// TSDBs and removes the temporary directory it made, if any, before it
 // returns.
 func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops purgeLoop whichever way serve returns
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ex, tsdbExemplars, err := exemplarStore(c)
+	ringExemplars, tsdbExemplars, err := tenantExemplars(c)
 	if err != nil {
 		return err
 	}
-	if ex != nil {
-		// The head registers Prometheus's exemplar metrics, for its own
-		// storage, even when it is off: the ring's take another prefix.
-		reg.MustRegister(exemplars.NewCollector(ex, exemplars.CollectorOptions{Prefix: ringMetricsPrefix}))
-	}
-	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, c.metadataWAL, reg)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, cleanup()) }()
 	ring, err := newRing(c)
 	if err != nil {
 		return err
 	}
+	dir := c.dataDir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "ingestkit-receiver-"); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }() // after tt.close
+	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	r, err := NewReceiver(db, receiverOptions(c, ring, ex, logger))
+	// One body reader for every tenant: -max-inflight-bytes bounds the
+	// process.
+	ro := receiverOptions(c, ring, nil, logger)
+	ro.BodyReader = newBodyReader(ro)
+	tt, err := newTenants(tenantOptions{
+		Dir: dir, Header: c.tenantHeader, Default: c.tenant,
+		Receiver:     ro,
+		MaxExemplars: tsdbExemplars, MetadataWAL: c.metadataWAL, RingExemplars: ringExemplars,
+		MaxTenants: c.maxTenants, Registerer: reg, Logger: logger,
+	})
 	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, tt.close()) }()
+	if err := tt.openExisting(); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return err
 	}
-	srv := newServer(c, newMux(r, db, reg))
-	go purgeLoop(ctx, r, c.purgeInterval, c.activeIdle)
-	fmt.Fprintf(out, "receiver: remote write on http://%s/api/v1/write, TSDB in %s\n", ln.Addr(), db.Dir())
+	srv := newServer(c, newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg))
+	go purgeLoop(ctx, tt, c.purgeInterval, c.activeIdle)
+	if c.tenantIdle > 0 {
+		go tenantIdleLoop(ctx, tt, c.purgeInterval, c.tenantIdle, logger)
+	}
+	fmt.Fprintf(out, "receiver: remote write on http://%s/api/v1/write, TSDB in %s, tenant header %s, default tenant %s\n",
+		ln.Addr(), filepath.Join(dir, "<tenant>"), tt.opts.Header, tt.opts.Default)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -323,7 +359,12 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return srv.Shutdown(shutdownCtx)
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		// Handlers still run: end them, since closing the tenants waits
+		// for them.
+		return errors.Join(err, srv.Close())
+	}
+	return nil
 }
 
 // newServer returns the HTTP server of h with the timeouts of the command
@@ -342,8 +383,8 @@ func newServer(c config, h http.Handler) *http.Server {
 }
 
 // purgeLoop drops idle series from the ref cache and the tracker (see
-// Receiver.Purge).
-func purgeLoop(ctx context.Context, r *Receiver, every, idle time.Duration) {
+// Receiver.Purge), of a Receiver or of every tenant's.
+func purgeLoop(ctx context.Context, r interface{ Purge(time.Time) (int, int) }, every, idle time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

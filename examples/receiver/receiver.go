@@ -72,6 +72,9 @@ var (
 	// errLabelTooLong is reported for a label name or value longer than
 	// Options.MaxLabelNameLength or Options.MaxLabelValueLength.
 	errLabelTooLong = errors.New("receiver: label name or value longer than the limit")
+	// errSeriesLimit is reported for a new series refused because the
+	// tenant has Options.MaxSeries active series.
+	errSeriesLimit = errors.New("receiver: per-tenant series limit exceeded")
 )
 
 // Options are the settings of a [Receiver]. The zero value of each field
@@ -92,6 +95,12 @@ type Options struct {
 	// request needs up to MaxBodySize+MaxDecodedSize of it. Zero means no
 	// limit, as in Prometheus; the command sets one (-max-inflight-bytes).
 	MaxInflightBytes int64
+	// BodyReader, if not nil, reads the request bodies instead of a
+	// BodyReader of the Receiver's own, and is built with the three limits
+	// above: Receivers that share one, such as those of a process's
+	// tenants, share its in-flight budget, so that MaxInflightBytes bounds
+	// the process and not each tenant.
+	BodyReader *ingest.BodyReader
 
 	// MaxLabelsPerSeries, MaxLabelNameLength and MaxLabelValueLength
 	// reject, with a 400 that names the series, a series with more labels
@@ -102,6 +111,19 @@ type Options struct {
 	MaxLabelsPerSeries  int
 	MaxLabelNameLength  int
 	MaxLabelValueLength int
+
+	// MaxSeries limits the active series (those of the tracker) of the
+	// Receiver, which serves one tenant: a series that is not in the ref
+	// cache (not looked up since the cache's last purge) is refused while
+	// the tracker counts MaxSeries active series, with a 400 that names
+	// the limit, as Mimir answers its per-tenant series limit; the
+	// request's other series are written, in both protocol versions.
+	// [Stats] counts the refused series and their samples. Zero means no
+	// limit. The check and the tracker's update are not one atomic step:
+	// requests that add new series at the same time may pass the limit by
+	// one series each, and a cached series none of whose samples was
+	// written since the tracker's purge is let in as an active one.
+	MaxSeries int
 
 	// Ring, if not nil, is asked for the owners of every series, which
 	// [Stats] counts per endpoint. The receiver does not forward anything:
@@ -216,6 +238,7 @@ type Receiver struct {
 	maxLabels int
 	maxName   int
 	maxValue  int
+	maxSeries int
 
 	maxBody, maxDecoded, maxInflight int64 // for error messages
 
@@ -237,6 +260,7 @@ type receiverCounters struct {
 	requests, rejected                atomic.Int64
 	samples, histograms, exemplars    atomic.Int64
 	series, newSeries, invalidSamples atomic.Int64
+	refusedSeries, refusedSamples     atomic.Int64   // by Options.MaxSeries
 	owned                             []atomic.Int64 // per ring endpoint
 }
 
@@ -250,11 +274,20 @@ type Stats struct {
 	Series         int64 // series received, counted once per request
 	NewSeries      int64 // series whose labels were built (not in the cache nor the TSDB)
 	InvalidSamples int64 // samples of series rejected for their labels
+	RefusedSeries  int64 // new series refused by Options.MaxSeries, once per request
+	RefusedSamples int64 // their samples and histogram samples
 	ActiveSeries   int   // series seen since the last Purge that could drop them
 	CachedSeries   int   // entries of the ref cache
 	// Owned counts the series of each ring endpoint, by address, once per
 	// request and replica; nil without a ring.
 	Owned map[string]int64
+}
+
+// newBodyReader returns a BodyReader with the limits of opts.
+func newBodyReader(opts Options) *ingest.BodyReader {
+	return ingest.NewBodyReader(ingest.BodyOptions{
+		MaxBodySize: opts.MaxBodySize, MaxDecodedSize: opts.MaxDecodedSize, MaxInflightBytes: opts.MaxInflightBytes,
+	})
 }
 
 // NewReceiver returns a Receiver that writes to db.
@@ -263,9 +296,10 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	body := ingest.NewBodyReader(ingest.BodyOptions{
-		MaxBodySize: opts.MaxBodySize, MaxDecodedSize: opts.MaxDecodedSize, MaxInflightBytes: opts.MaxInflightBytes,
-	})
+	body := opts.BodyReader
+	if body == nil {
+		body = newBodyReader(opts)
+	}
 	r := &Receiver{
 		db:        db,
 		body:      body,
@@ -280,6 +314,7 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 		maxValue:  opts.MaxLabelValueLength,
 		metadata:  opts.AppendMetadata,
 		typeUnit:  opts.EnableTypeAndUnitLabels,
+		maxSeries: opts.MaxSeries,
 		symbols:   promlabels.NewSymbolTable(),
 	}
 	r.maxBody, r.maxDecoded = cmp.Or(opts.MaxBodySize, ingest.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, ingest.DefaultMaxDecodedSize)
@@ -311,6 +346,7 @@ func (r *Receiver) UpdateStats(s *Stats) {
 	s.Requests, s.Rejected = c.requests.Load(), c.rejected.Load()
 	s.Samples, s.Histograms, s.Exemplars = c.samples.Load(), c.histograms.Load(), c.exemplars.Load()
 	s.Series, s.NewSeries, s.InvalidSamples = c.series.Load(), c.newSeries.Load(), c.invalidSamples.Load()
+	s.RefusedSeries, s.RefusedSamples = c.refusedSeries.Load(), c.refusedSamples.Load()
 	s.ActiveSeries = r.tracker.Active()
 	s.CachedSeries = r.cache.Len()
 	if r.ring != nil {
@@ -493,7 +529,8 @@ func (l *errList) reset() {
 // requestCounts are what one request wrote and saw.
 type requestCounts struct {
 	remoteapi.WriteResponseStats
-	series, invalid int
+	series, invalid         int
+	refused, refusedSamples int // by Options.MaxSeries
 }
 
 // write decodes and appends one uncompressed request. It returns what was
@@ -564,6 +601,8 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 	st.series.Add(int64(c.series))
 	st.newSeries.Add(int64(a.Stats().NewSeries))
 	st.invalidSamples.Add(int64(c.invalid))
+	st.refusedSeries.Add(int64(c.refused))
+	st.refusedSamples.Add(int64(c.refusedSamples))
 	for i, n := range wk.owned {
 		if n != 0 {
 			st.owned[i].Add(n)
@@ -673,6 +712,14 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 		if v2 && len(samples) == 0 && len(hists) == 0 {
 			if !wk.errs.full() {
 				wk.errs.add(fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", seriesString(h.Labels())))
+			}
+			continue
+		}
+		if r.maxSeries > 0 && !h.Cached() && len(samples)+len(hists) > 0 && r.tracker.Active() >= r.maxSeries {
+			c.refused++
+			c.refusedSamples += len(samples) + len(hists)
+			if !wk.errs.full() {
+				wk.errs.add(fmt.Errorf("%w: per-tenant series limit of %d exceeded, series %v refused", errSeriesLimit, r.maxSeries, seriesString(h.Labels())))
 			}
 			continue
 		}

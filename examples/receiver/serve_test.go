@@ -82,8 +82,8 @@ func TestServe(t *testing.T) {
 		store string
 		want  []string // exemplar metrics /metrics shows
 	}{
-		{"tsdb", []string{"prometheus_tsdb_exemplar_max_exemplars 100000"}},
-		{"ring", []string{"prometheus_tsdb_exemplar_max_exemplars 0", ringMetricsPrefix + "max_exemplars 100000"}},
+		{"tsdb", []string{`prometheus_tsdb_exemplar_max_exemplars{tenant="default-tenant"} 100000`}},
+		{"ring", []string{`prometheus_tsdb_exemplar_max_exemplars{tenant="default-tenant"} 0`, ringMetricsPrefix + `max_exemplars{tenant="default-tenant"} 100000`}},
 	} {
 		t.Run("exemplar-store="+c.store, func(t *testing.T) {
 			check := emptyTempDir(t)

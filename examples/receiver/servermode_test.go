@@ -63,9 +63,9 @@ func TestServerMode(t *testing.T) {
 		kept      bool
 		peers     bool
 	}{
-		{name: "default flags", exemplars: "prometheus_tsdb_exemplar_exemplars_in_storage", kept: true},
-		{name: "exemplar-store=ring", args: []string{"-exemplar-store", "ring"}, exemplars: ringMetricsPrefix + "exemplars_in_storage"},
-		{name: "peers", args: []string{"-peers", "r1:10901,r2:10901,r3:10901", "-replication-factor", "2"}, exemplars: "prometheus_tsdb_exemplar_exemplars_in_storage", kept: true, peers: true},
+		{name: "default flags", exemplars: defaultTenantMetric("prometheus_tsdb_exemplar_exemplars_in_storage"), kept: true},
+		{name: "exemplar-store=ring", args: []string{"-exemplar-store", "ring"}, exemplars: defaultTenantMetric(ringMetricsPrefix + "exemplars_in_storage")},
+		{name: "peers", args: []string{"-peers", "r1:10901,r2:10901,r3:10901", "-replication-factor", "2"}, exemplars: defaultTenantMetric("prometheus_tsdb_exemplar_exemplars_in_storage"), kept: true, peers: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -99,7 +99,7 @@ func TestServerMode(t *testing.T) {
 				t.Errorf("after a restart: %s = %v, want %v (%v before)", c.exemplars, exAfter, want, exBefore)
 			}
 
-			series, samples := countDir(t, dir)
+			series, samples := countDir(t, filepath.Join(dir, defaultTenant))
 			if series != int(before.HeadSeries) || samples != int(before.Samples+before.Histograms) {
 				t.Errorf("the TSDB in -data-dir holds %d series and %d samples, want %d and %d (%d floats, %d histograms)",
 					series, samples, before.HeadSeries, before.Samples+before.Histograms, before.Samples, before.Histograms)
@@ -266,8 +266,12 @@ func (p *receiverProcess) seriesCount(t *testing.T) seriesCountResponse {
 	return s
 }
 
-// metric returns the value of the metric name, without labels, from
-// /metrics.
+// defaultTenantMetric is the name of a per-tenant metric of the default
+// tenant, as metric takes it.
+func defaultTenantMetric(name string) string { return name + `{tenant="` + defaultTenant + `"}` }
+
+// metric returns the value of the metric name, with its labels if any as
+// /metrics writes them, from /metrics.
 func (p *receiverProcess) metric(t *testing.T, name string) float64 {
 	t.Helper()
 	for line := range strings.SplitSeq(string(p.get(t, "/metrics")), "\n") {

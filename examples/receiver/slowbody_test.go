@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"testing"
 	"time"
@@ -242,5 +243,63 @@ func TestServerTimeouts(t *testing.T) {
 				t.Errorf("the server closed the connection after %v (%v), want about %v", elapsed, err, tc.after)
 			}
 		})
+	}
+}
+
+// TestSlowBodyAttackTenants is TestSlowBodyAttack across tenants: the
+// tenants' Receivers share one body reader (Options.BodyReader), as serve
+// builds them, so that the in-flight limit bounds the process, not each
+// tenant. Attackers that each name a tenant of their own hang up to the
+// limit together, and the others are answered 503. With a body reader per
+// tenant each would have had a budget of its own, and all would hang.
+func TestSlowBodyAttackTenants(t *testing.T) {
+	const (
+		conns     = 8
+		hang      = 4
+		announced = ingest.DefaultMaxBodySize - 1
+		pinned    = ingest.DefaultMaxPreallocSize
+	)
+	ro := Options{MaxInflightBytes: hang * pinned}
+	ro.BodyReader = newBodyReader(ro)
+	tt := newTestTenants(t, tenantOptions{Receiver: ro})
+	c := config{readHeaderTimeout: time.Second, readTimeout: 3 * time.Second, idleTimeout: time.Second}
+	srv := newServer(c, tt)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln) //nolint:errcheck // returns ErrServerClosed on Close
+	t.Cleanup(func() { _ = srv.Close() })
+	// Every tenant is opened first, so that the attack measures the body
+	// reader and not the opening of TSDBs.
+	for i := range conns {
+		req := v1Step(t, []testSeries{floatSeries(1_700_000_000_000, 1, "__name__", "up")}).request()
+		req.Header.Set(defaultTenantHeader, fmt.Sprintf("t%d", i))
+		w := httptest.NewRecorder()
+		tt.ServeHTTP(w, req)
+		if w.Code != http.StatusNoContent {
+			t.Fatalf("opening tenant t%d: status %d: %s", i, w.Code, w.Body)
+		}
+	}
+	results := make(chan slowResult, conns)
+	for i := range conns {
+		raw := fmt.Appendf(nil, "POST /api/v1/write HTTP/1.1\r\nHost: receiver\r\n%s: t%d\r\nContent-Type: %s\r\nContent-Encoding: snappy\r\nContent-Length: %d\r\n\r\nabc",
+			defaultTenantHeader, i, contentTypeV1, announced)
+		slowConn(t, ln.Addr().String(), raw, results)
+	}
+	for range conns - hang {
+		select {
+		case res := <-results:
+			if res.status != http.StatusServiceUnavailable {
+				t.Errorf("a request over the shared in-flight limit: status %d after %v, want 503", res.status, res.elapsed)
+			}
+		case <-time.After(c.readTimeout / 2):
+			t.Fatalf("fewer than %d of %d requests of different tenants were refused before the read timeout: the tenants do not share the in-flight limit", conns-hang, conns)
+		}
+	}
+	for range hang {
+		if res := <-results; res.status == http.StatusServiceUnavailable {
+			t.Errorf("more than %d requests answered 503: the budget holds %d", conns-hang, hang)
+		}
 	}
 }

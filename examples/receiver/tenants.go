@@ -1,0 +1,648 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/exemplars"
+)
+
+// Tenants' defaults, those of Thanos receive (pkg/receive/handler.go and
+// pkg/tenancy): Mimir and Cortex read X-Scope-OrgID, which -tenant-header
+// selects.
+const (
+	defaultTenantHeader = "THANOS-TENANT"
+	defaultTenant       = "default-tenant"
+)
+
+// maxTenantIDLength is the longest tenant ID, Mimir's and Cortex's limit
+// (dskit's tenant.MaxTenantIDLength).
+const maxTenantIDLength = 150
+
+// Errors of the tenant layer. Each is answered with the status its doc
+// gives.
+var (
+	// errInvalidTenant is returned for a tenant header that is not a
+	// valid tenant ID (see validTenantID); answered 400.
+	errInvalidTenant = errors.New("receiver: invalid tenant ID")
+	// errTenantsClosed is returned for a request that comes after the
+	// tenants were closed; answered 503.
+	errTenantsClosed = errors.New("receiver: tenants are closed")
+	// errTooManyTenants is returned for the first request of a tenant
+	// while tenantOptions.MaxTenants tenants are open; answered 503, as
+	// Mimir answers its ingesters' -ingester.instance-limits.max-tenants,
+	// so that the sender retries (an idle tenant may be closed meanwhile).
+	errTooManyTenants = errors.New("receiver: too many tenants")
+	// errSingleTenantDir is returned at start for a -data-dir that holds
+	// the TSDB of a single-tenant receiver (a wal directory of its own)
+	// rather than one directory per tenant.
+	errSingleTenantDir = errors.New("receiver: the data directory holds a single TSDB, not one per tenant")
+)
+
+// validTenantID checks a tenant ID as Mimir and Cortex do (dskit's
+// tenant.ValidTenantID) before it names a directory: at most
+// maxTenantIDLength bytes of [a-zA-Z0-9!-_.*'()], and neither "." nor
+// "..". No path separator nor NUL can pass, so Dir/<id> is always a
+// direct child of Dir. The empty ID is refused too: the router maps a
+// missing or empty header to the default tenant before it asks. The
+// error quotes at most the first 64 bytes of id.
+func validTenantID(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: empty", errInvalidTenant)
+	}
+	if len(id) > maxTenantIDLength {
+		return fmt.Errorf("%w: %d bytes, longer than %d", errInvalidTenant, len(id), maxTenantIDLength)
+	}
+	for i := 0; i < len(id); i++ {
+		if !tenantIDByte(id[i]) {
+			return fmt.Errorf("%w: %.64q has an unsupported character at byte %d", errInvalidTenant, id, i)
+		}
+	}
+	if id == "." || id == ".." {
+		return fmt.Errorf("%w: %q", errInvalidTenant, id)
+	}
+	return nil
+}
+
+func tenantIDByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '!', '-', '_', '.', '*', '\'', '(', ')':
+		return true
+	}
+	return false
+}
+
+// tenantOptions are the settings of a [tenants] router.
+type tenantOptions struct {
+	// Dir holds one TSDB per tenant, in Dir/<tenant>. Required.
+	Dir string
+	// Header is the request header that names the tenant; empty means
+	// defaultTenantHeader.
+	Header string
+	// Default is the tenant of a request without the header (or with an
+	// empty one); empty means defaultTenant.
+	Default string
+	// Receiver are the options of each tenant's Receiver; the router sets
+	// Tenant (the tenant's ID, which the ring hashes series with) and,
+	// with RingExemplars, Exemplars.
+	Receiver Options
+	// MaxExemplars is the size of each tenant's TSDB exemplar storage (0:
+	// off).
+	MaxExemplars int64
+	// MetadataWAL turns on each tenant TSDB's metadata WAL records (the
+	// storage half of Prometheus's metadata-wal-records feature).
+	MetadataWAL bool
+	// RingExemplars, if positive, gives each tenant an exemplars.Ring of
+	// that size, in memory only: a tenant closed when idle loses it.
+	RingExemplars int64
+	// Registerer, if not nil, takes each tenant TSDB's metrics and its
+	// exemplar ring's, labelled tenant="<id>", and loses them when the
+	// tenant is closed.
+	Registerer prometheus.Registerer
+	// MaxTenants, if positive, bounds the open tenants: a new tenant's
+	// request beyond it is refused (errTooManyTenants), since every
+	// tenant costs a TSDB, its directory, and with RingExemplars a ring
+	// allocated in full.
+	MaxTenants int
+	// Logger receives a line when a tenant is opened or closed, and for
+	// each request refused before it reached a tenant. Nil means none.
+	Logger *slog.Logger
+}
+
+// tenants is an http.Handler that routes each remote-write request to the
+// [Receiver] of its tenant, named by a header, as Thanos receive's
+// multi-TSDB does: one tsdb.DB per tenant in Dir/<tenant>, each with its
+// own Receiver (and so its own ref cache, active-series tracker, interner
+// and exemplar storage), opened on the tenant's first request or, for the
+// tenants found in Dir, by openExisting at start. closeIdle closes
+// tenants that received nothing for a while, as Thanos prunes them: the
+// TSDB is closed and its Receiver dropped, and the next request opens it
+// again (a WAL replay) with a Receiver that starts empty, so that no ref
+// of a closed head, nor of a head whose directory was removed while it was
+// closed and numbers its series from 1 again, ever reaches a new one.
+//
+// Tenant lifecycle: a tenant is in the map from its first request until
+// it is closed. Requests hold a reference (inflight) from acquire to
+// release; closeIdle only closes a tenant with none, and marks it closing
+// under the write lock, which acquire's read lock excludes, so that no
+// request ever uses a closed TSDB. A request for a closing tenant waits
+// for the close to finish and opens the tenant anew: the old and the new
+// TSDB of a tenant are never open at once. Concurrent first requests of a
+// tenant open it once: the first opens it, the others wait on ready.
+//
+// A tenants is safe for concurrent use by multiple goroutines.
+type tenants struct {
+	opts   tenantOptions
+	logger *slog.Logger
+
+	mu     sync.RWMutex
+	m      map[string]*tenant // guarded by mu
+	closed bool               // guarded by mu
+
+	invalid    atomic.Int64 // requests refused for their tenant header
+	unrouted   atomic.Int64 // requests whose valid tenant could not be opened or admitted
+	opened     atomic.Int64 // tenant TSDBs opened, successfully or not
+	idleClosed atomic.Int64 // tenants closed by closeIdle
+}
+
+// tenant is one tenant's TSDB and Receiver.
+type tenant struct {
+	id    string
+	ready chan struct{} // closed once open returned; err, db, r and reg are set before
+	err   error
+	db    *tsdb.DB
+	r     *Receiver
+	reg   *tenantRegisterer
+
+	inflight atomic.Int64 // references held; taken under tenants.mu's read lock
+	lastUsed atomic.Int64 // Unix nanoseconds of the last release, or of the open
+
+	closing chan struct{} // guarded by tenants.mu; set by a closer, closed once the tenant left the map
+}
+
+// newTenants returns a router over opts.Dir, which it creates if needed.
+// It opens no tenant: see openExisting.
+func newTenants(opts tenantOptions) (*tenants, error) {
+	if opts.Dir == "" {
+		panic("receiver: tenants without a directory")
+	}
+	if opts.Header == "" {
+		opts.Header = defaultTenantHeader
+	}
+	if opts.Default == "" {
+		opts.Default = defaultTenant
+	}
+	if err := validTenantID(opts.Default); err != nil {
+		return nil, fmt.Errorf("default tenant: %w", err)
+	}
+	if err := os.MkdirAll(opts.Dir, 0o777); err != nil {
+		return nil, err
+	}
+	if single, err := isSingleTenantDir(opts.Dir); err != nil {
+		return nil, err
+	} else if single {
+		return nil, fmt.Errorf("%w: move the contents of %s into %s", errSingleTenantDir, opts.Dir, filepath.Join(opts.Dir, opts.Default))
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &tenants{opts: opts, logger: logger, m: map[string]*tenant{}}, nil
+}
+
+// isSingleTenantDir reports whether dir is itself a TSDB directory, as
+// -data-dir was before tenants: it has a wal directory that holds WAL
+// segments rather than a tenant's own wal directory (a tenant named "wal"
+// holds dir/wal/wal).
+func isSingleTenantDir(dir string) (bool, error) {
+	fi, err := os.Stat(filepath.Join(dir, "wal"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil || !fi.IsDir() {
+		return false, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "wal", "wal")); err == nil {
+		return false, nil
+	}
+	return true, nil
+}
+
+// openExisting opens the tenants whose directories Dir holds, as Thanos
+// opens its tenants' TSDBs at start, and the default tenant: the TSDBs
+// replay their WALs, and /metrics and /api/v1/series_count show them
+// before any request. A directory whose name is not a valid tenant ID is
+// left alone.
+func (tt *tenants) openExisting() error {
+	ents, err := os.ReadDir(tt.opts.Dir)
+	if err != nil {
+		return err
+	}
+	ids := []string{tt.opts.Default}
+	for _, e := range ents {
+		if e.IsDir() && e.Name() != tt.opts.Default && validTenantID(e.Name()) == nil {
+			ids = append(ids, e.Name())
+		}
+	}
+	for _, id := range ids {
+		tn, err := tt.acquire(id)
+		if err != nil {
+			return err
+		}
+		tt.release(tn)
+	}
+	return nil
+}
+
+// tenantOf returns the tenant ID of a request: its header, validated, or
+// the default tenant if it has none or an empty one. A request that
+// repeats the header is refused: it names no single tenant.
+func (tt *tenants) tenantOf(req *http.Request) (string, error) {
+	vs := req.Header.Values(tt.opts.Header)
+	switch {
+	case len(vs) > 1:
+		return "", fmt.Errorf("%w: %d %s headers, want one", errInvalidTenant, len(vs), tt.opts.Header)
+	case len(vs) == 0 || vs[0] == "":
+		return tt.opts.Default, nil
+	}
+	return vs[0], validTenantID(vs[0])
+}
+
+// ServeHTTP routes a remote-write request to its tenant's Receiver. A
+// request whose tenant header is not a valid tenant ID is answered 400
+// before anything is read or opened; one whose tenant fails to open, 500;
+// a new tenant's beyond MaxTenants, or one after close, 503.
+func (tt *tenants) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	id, err := tt.tenantOf(req)
+	if err != nil {
+		tt.invalid.Add(1)
+		tt.logger.Warn("remote-write request rejected", "code", http.StatusBadRequest, "err", err)
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	tn, err := tt.acquire(id)
+	if err != nil {
+		tt.unrouted.Add(1)
+		code := http.StatusInternalServerError
+		if errors.Is(err, errTenantsClosed) || errors.Is(err, errTooManyTenants) {
+			code = http.StatusServiceUnavailable
+		}
+		tt.logger.Warn("remote-write request rejected", "tenant", id, "code", code, "err", err)
+		http.Error(w, err.Error(), code)
+		return
+	}
+	defer tt.release(tn)
+	tn.r.ServeHTTP(w, req)
+}
+
+// acquire returns the open tenant id, opening it if needed, with a
+// reference that the caller gives back with release. id must be valid.
+func (tt *tenants) acquire(id string) (*tenant, error) {
+	for {
+		tt.mu.RLock()
+		if tt.closed {
+			tt.mu.RUnlock()
+			return nil, errTenantsClosed
+		}
+		tn := tt.m[id]
+		if tn != nil && tn.closing == nil {
+			tn.inflight.Add(1)
+			tt.mu.RUnlock()
+			<-tn.ready
+			if tn.err != nil {
+				tt.release(tn)
+				return nil, tn.err
+			}
+			return tn, nil
+		}
+		var closing chan struct{}
+		if tn != nil {
+			closing = tn.closing
+		}
+		tt.mu.RUnlock()
+		if closing != nil {
+			<-closing // then open it anew
+			continue
+		}
+
+		tt.mu.Lock()
+		if tt.closed || tt.m[id] != nil {
+			tt.mu.Unlock()
+			continue // closed, or another request made it first
+		}
+		if limit := tt.opts.MaxTenants; limit > 0 && len(tt.m) >= limit {
+			tt.mu.Unlock()
+			return nil, fmt.Errorf("%w: %d open, the limit (-max-tenants)", errTooManyTenants, limit)
+		}
+		tn = &tenant{id: id, ready: make(chan struct{})}
+		tn.inflight.Add(1)
+		tt.m[id] = tn
+		tt.mu.Unlock()
+
+		tn.err = tt.open(tn)
+		tn.lastUsed.Store(time.Now().UnixNano())
+		close(tn.ready)
+		if tn.err != nil {
+			tt.mu.Lock()
+			delete(tt.m, id) // the next request tries again
+			tt.mu.Unlock()
+			tt.release(tn)
+			return nil, tn.err
+		}
+		return tn, nil
+	}
+}
+
+// release gives back a reference of acquire.
+func (tt *tenants) release(tn *tenant) {
+	tn.lastUsed.Store(time.Now().UnixNano())
+	tn.inflight.Add(-1)
+}
+
+// open opens tn's TSDB and makes its Receiver. A panic of tsdb.Open (as a
+// registry panics on a metric registered twice) is returned as an error,
+// so that the requests waiting for the tenant are answered.
+func (tt *tenants) open(tn *tenant) (err error) {
+	tt.opened.Add(1)
+	dir := filepath.Join(tt.opts.Dir, tn.id)
+	tn.reg = newTenantRegisterer(tt.opts.Registerer, tn.id)
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("opening tenant %q: panic: %v", tn.id, p)
+		}
+		if err != nil {
+			if tn.db != nil {
+				err = errors.Join(err, tn.db.Close())
+			}
+			tn.reg.unregisterAll()
+		}
+	}()
+	var reg prometheus.Registerer // not a nil *tenantRegisterer
+	if tn.reg != nil {
+		reg = tn.reg
+	}
+	db, _, err := openDB(dir, tt.opts.MaxExemplars, tt.opts.MetadataWAL, reg)
+	if err != nil {
+		return fmt.Errorf("opening tenant %q: %w", tn.id, err)
+	}
+	tn.db = db
+	opts := tt.opts.Receiver
+	opts.Tenant = tn.id
+	if opts.Logger != nil {
+		opts.Logger = opts.Logger.With("tenant", tn.id)
+	}
+	if tt.opts.RingExemplars > 0 {
+		ring := exemplars.New(tt.opts.RingExemplars, exemplars.Options{})
+		if tn.reg != nil {
+			// The head registers Prometheus's exemplar metrics, for its
+			// own storage, even when it is off: the ring's take another
+			// prefix.
+			tn.reg.MustRegister(exemplars.NewCollector(ring, exemplars.CollectorOptions{Prefix: ringMetricsPrefix}))
+		}
+		opts.Exemplars = RingExemplars{ring}
+	}
+	if tn.r, err = NewReceiver(db, opts); err != nil {
+		return err
+	}
+	tt.logger.Info("tenant opened", "tenant", tn.id, "dir", dir, "head_series", db.Head().NumSeries())
+	return nil
+}
+
+// closeTenant closes tn's TSDB and unregisters its metrics; tn must be
+// marked closing, with no reference held.
+func (tt *tenants) closeTenant(tn *tenant) error {
+	err := tn.db.Close()
+	tn.reg.unregisterAll()
+	tt.mu.Lock()
+	delete(tt.m, tn.id)
+	tt.mu.Unlock()
+	close(tn.closing)
+	if err != nil {
+		return fmt.Errorf("closing tenant %q: %w", tn.id, err)
+	}
+	return nil
+}
+
+// closeIdle closes the open tenants that no request used since before,
+// and returns how many it closed. A tenant in use, or being opened, is
+// left open.
+func (tt *tenants) closeIdle(before time.Time) (int, error) {
+	ns := before.UnixNano()
+	var idle []*tenant
+	tt.mu.Lock()
+	for _, tn := range tt.m {
+		if tn.closing != nil || !tn.isOpen() || tn.inflight.Load() != 0 || tn.lastUsed.Load() >= ns {
+			continue
+		}
+		tn.closing = make(chan struct{})
+		idle = append(idle, tn)
+	}
+	tt.mu.Unlock()
+	var errs []error
+	for _, tn := range idle {
+		errs = append(errs, tt.closeTenant(tn))
+		tt.idleClosed.Add(1)
+		tt.logger.Info("idle tenant closed", "tenant", tn.id)
+	}
+	return len(idle), errors.Join(errs...)
+}
+
+// isOpen reports whether tn was opened without error. Not for a tenant
+// whose open may still run, except to find out whether it does.
+func (tn *tenant) isOpen() bool {
+	select {
+	case <-tn.ready:
+		return tn.err == nil
+	default:
+		return false
+	}
+}
+
+// close refuses every request from now on, waits for those in flight and
+// for tenants being opened, and closes every tenant.
+func (tt *tenants) close() error {
+	tt.mu.Lock()
+	if tt.closed {
+		tt.mu.Unlock()
+		return nil
+	}
+	tt.closed = true
+	var all []*tenant
+	for _, tn := range tt.m {
+		if tn.closing == nil {
+			tn.closing = make(chan struct{})
+			all = append(all, tn)
+		}
+	}
+	tt.mu.Unlock()
+	var errs []error
+	for _, tn := range all {
+		<-tn.ready
+		for tn.inflight.Load() > 0 {
+			// Only at exit, after the server's Shutdown: rarely entered.
+			time.Sleep(time.Millisecond)
+		}
+		if tn.err != nil {
+			close(tn.closing)
+			continue
+		}
+		errs = append(errs, tt.closeTenant(tn))
+	}
+	return errors.Join(errs...)
+}
+
+// each calls f for every open tenant in the order of their IDs, with a
+// reference held. Tenants that open or close meanwhile may be missed.
+func (tt *tenants) each(f func(*tenant)) {
+	tt.mu.RLock()
+	var open []*tenant
+	for _, tn := range tt.m {
+		if tn.closing == nil && tn.isOpen() {
+			tn.inflight.Add(1)
+			open = append(open, tn)
+		}
+	}
+	tt.mu.RUnlock()
+	sort.Slice(open, func(i, j int) bool { return open[i].id < open[j].id })
+	for _, tn := range open {
+		f(tn)
+		tn.inflight.Add(-1) // not a use: lastUsed stays
+	}
+}
+
+// Purge is [Receiver.Purge] for every open tenant, summed.
+func (tt *tenants) Purge(keepFrom time.Time) (cache, active int) {
+	tt.each(func(tn *tenant) {
+		c, a := tn.r.Purge(keepFrom)
+		cache, active = cache+c, active+a
+	})
+	return cache, active
+}
+
+// seriesCounts returns each open tenant's /api/v1/series_count, and their
+// sum (the earliest and latest head times of all).
+func (tt *tenants) seriesCounts() tenantsCountResponse {
+	resp := tenantsCountResponse{Tenants: map[string]seriesCountResponse{}}
+	t := &resp.seriesCountResponse
+	t.HeadMinTimeMs, t.HeadMaxTimeMs = emptyHeadMinTime, emptyHeadMaxTime
+	tt.each(func(tn *tenant) {
+		s := seriesCount(tn.r, tn.db)
+		resp.Tenants[tn.id] = s
+		t.HeadSeries += s.HeadSeries
+		t.ActiveSeries += s.ActiveSeries
+		t.CachedSeries += s.CachedSeries
+		t.Samples += s.Samples
+		t.Histograms += s.Histograms
+		t.Exemplars += s.Exemplars
+		t.Requests += s.Requests
+		t.Rejected += s.Rejected
+		t.NewSeriesBuilt += s.NewSeriesBuilt
+		t.HeadMinTimeMs = min(t.HeadMinTimeMs, s.HeadMinTimeMs)
+		t.HeadMaxTimeMs = max(t.HeadMaxTimeMs, s.HeadMaxTimeMs)
+		for ep, n := range s.OwnedPerPeer {
+			if t.OwnedPerPeer == nil {
+				t.OwnedPerPeer = map[string]int64{}
+			}
+			t.OwnedPerPeer[ep] += n
+		}
+	})
+	resp.Rejected += tt.invalid.Load() + tt.unrouted.Load()
+	return resp
+}
+
+// The head times of an empty head (tsdb.Head's MinTime and MaxTime).
+const (
+	emptyHeadMinTime = int64(^uint64(0) >> 1)
+	emptyHeadMaxTime = -emptyHeadMinTime - 1
+)
+
+// tenantsCountResponse is what /api/v1/series_count shows with tenants:
+// the totals of the open tenants, as a single receiver shows its own, and
+// each tenant's under "tenants". rejected_requests counts those refused
+// before they reached a tenant too.
+type tenantsCountResponse struct {
+	seriesCountResponse
+	Tenants map[string]seriesCountResponse `json:"tenants"`
+}
+
+// tenantExemplars returns the sizes of each tenant's exemplar ring and of
+// its TSDB's exemplar storage for -exemplar-store: one of them is 0.
+func tenantExemplars(c config) (ring, tsdb int64, _ error) {
+	switch c.exemplarStore {
+	case "ring":
+		return c.maxExemplars, 0, nil
+	case "tsdb":
+		return 0, c.maxExemplars, nil
+	default:
+		return 0, 0, fmt.Errorf("-exemplar-store %q: want ring or tsdb", c.exemplarStore)
+	}
+}
+
+// tenantIdleLoop closes the tenants idle for idle, every every.
+func tenantIdleLoop(ctx context.Context, tt *tenants, every, idle time.Duration, logger *slog.Logger) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			if _, err := tt.closeIdle(now.Add(-idle)); err != nil {
+				logger.Error("closing idle tenants", "err", err)
+			}
+		}
+	}
+}
+
+// tenantRegisterer registers a tenant's collectors with the tenant="<id>"
+// label and remembers them, so that they are unregistered when the tenant
+// is closed and registered again when it is opened again. A nil
+// *tenantRegisterer is a nil Registerer for tsdb.Open. It is safe for
+// concurrent use by multiple goroutines.
+type tenantRegisterer struct {
+	reg prometheus.Registerer
+
+	mu         sync.Mutex
+	collectors []prometheus.Collector // guarded by mu
+}
+
+func newTenantRegisterer(reg prometheus.Registerer, id string) *tenantRegisterer {
+	if reg == nil {
+		return nil
+	}
+	return &tenantRegisterer{reg: prometheus.WrapRegistererWith(prometheus.Labels{"tenant": id}, reg)}
+}
+
+// Register implements prometheus.Registerer.
+func (r *tenantRegisterer) Register(c prometheus.Collector) error {
+	if err := r.reg.Register(c); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.collectors = append(r.collectors, c)
+	r.mu.Unlock()
+	return nil
+}
+
+// MustRegister implements prometheus.Registerer.
+func (r *tenantRegisterer) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// Unregister implements prometheus.Registerer.
+func (r *tenantRegisterer) Unregister(c prometheus.Collector) bool {
+	return r.reg.Unregister(c)
+}
+
+// unregisterAll unregisters every collector registered through r.
+func (r *tenantRegisterer) unregisterAll() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.collectors {
+		r.reg.Unregister(c)
+	}
+	r.collectors = nil
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,6 +44,11 @@ type config struct {
 	purgeInterval   time.Duration
 	activeIdle      time.Duration
 	syntheticSeries int
+
+	// Operations: the TSDB's settings and the capture (ops.go,
+	// capture.go).
+	tsdb    tsdbConfig
+	capture captureConfig
 }
 
 func main() {
@@ -63,6 +69,10 @@ func main() {
 	flag.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
 	flag.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
 	flag.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
+	// Operations: the TSDB's settings and the capture of requests for a
+	// replay (ops.go, capture.go).
+	tsdbFlags(flag.CommandLine, &c.tsdb)
+	captureFlags(flag.CommandLine, &c.capture)
 	flag.Parse()
 
 	var err error
@@ -90,6 +100,14 @@ func main() {
 // twice), it removes the temporary directory before it returns or the
 // panic goes on.
 func openDB(dir string, maxExemplars int64, reg prometheus.Registerer) (db *tsdb.DB, cleanup func() error, err error) {
+	return openDBWith(dir, tsdb.DefaultOptions(), maxExemplars, reg, nil)
+}
+
+// openDBWith is openDB with opts, logging to logger (nil: nowhere).
+func openDBWith(dir string, opts *tsdb.Options, maxExemplars int64, reg prometheus.Registerer, logger *slog.Logger) (db *tsdb.DB, cleanup func() error, err error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	tmp := ""
 	if dir == "" {
 		if tmp, err = os.MkdirTemp("", "ingestkit-receiver-"); err != nil {
@@ -102,10 +120,9 @@ func openDB(dir string, maxExemplars int64, reg prometheus.Registerer) (db *tsdb
 			}
 		}()
 	}
-	opts := tsdb.DefaultOptions()
 	opts.EnableExemplarStorage = maxExemplars > 0
 	opts.MaxExemplars = maxExemplars
-	db, err = tsdb.Open(dir, slog.New(slog.DiscardHandler), reg, opts, nil)
+	db, err = tsdb.Open(dir, logger, reg, opts, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the TSDB in %s: %w", dir, err)
 	}
@@ -231,7 +248,19 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		// storage, even when it is off: the ring's take another prefix.
 		reg.MustRegister(exemplars.NewCollector(ex, exemplars.CollectorOptions{Prefix: ringMetricsPrefix}))
 	}
-	db, cleanup, err := openDB(c.dataDir, tsdbExemplars, reg)
+	// Listen before the TSDB opens, so that the probes answer while it
+	// replays its WAL: /-/ready says 503 until it is open (ops.go).
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return err
+	}
+	ops := &opsHandler{}
+	srv := &http.Server{Handler: ops, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	defer srv.Close() // serving the probes, if serve fails before the Shutdown below
+	logger := stderrLogger()
+	db, cleanup, err := openTSDB(c.dataDir, c.tsdb, tsdbExemplars, reg, logger)
 	if err != nil {
 		return err
 	}
@@ -240,20 +269,27 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	r, err := NewReceiver(db, receiverOptions(c, ring, ex, logger))
+	ropts := receiverOptions(c, ring, ex, logger)
+	r, err := NewReceiver(db, ropts)
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return err
+	var h http.Handler = newMux(r, db, reg)
+	if c.capture.dir != "" {
+		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(ropts.MaxBodySize, ingest.DefaultMaxBodySize), logger)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, cp.close()) }()
+		reg.MustRegister(cp)
+		h = cp.wrap(h)
 	}
-	srv := &http.Server{Handler: newMux(r, db, reg), ReadHeaderTimeout: 10 * time.Second}
 	go purgeLoop(ctx, r, c.purgeInterval, c.activeIdle)
+	ops.setReady(h)
 	fmt.Fprintf(out, "receiver: remote write on http://%s/api/v1/write, TSDB in %s\n", ln.Addr(), db.Dir())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if c.dataDir == "" {
+		fmt.Fprint(out, temporaryDataText)
+	}
 	select {
 	case err := <-errc:
 		return err

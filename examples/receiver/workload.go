@@ -35,7 +35,6 @@ func (r *request) body(ts int64) ([]byte, error) { return r.appendBody(nil, ts) 
 // into a buffer the request keeps, so that a benchmark that encodes a
 // request per op does not make garbage that the receivers' GC then pays.
 func (r *request) appendBody(dst []byte, ts int64) ([]byte, error) {
-	var err error
 	if r.v1 != nil {
 		for i := range r.v1.Timeseries {
 			s := &r.v1.Timeseries[i]
@@ -49,8 +48,6 @@ func (r *request) appendBody(dst []byte, ts int64) ([]byte, error) {
 				s.Exemplars[j].Timestamp = ts + int64(j)
 			}
 		}
-		r.pb = slices.Grow(r.pb[:0], r.v1.Size())[:r.v1.Size()]
-		_, err = r.v1.MarshalToSizedBuffer(r.pb)
 	} else {
 		for i := range r.v2.Timeseries {
 			s := &r.v2.Timeseries[i]
@@ -64,6 +61,17 @@ func (r *request) appendBody(dst []byte, ts int64) ([]byte, error) {
 				s.Exemplars[j].Timestamp = ts + int64(j)
 			}
 		}
+	}
+	return r.appendEncoded(dst)
+}
+
+// appendEncoded is appendBody without changing the timestamps.
+func (r *request) appendEncoded(dst []byte) ([]byte, error) {
+	var err error
+	if r.v1 != nil {
+		r.pb = slices.Grow(r.pb[:0], r.v1.Size())[:r.v1.Size()]
+		_, err = r.v1.MarshalToSizedBuffer(r.pb)
+	} else {
 		r.pb = slices.Grow(r.pb[:0], r.v2.Size())[:r.v2.Size()]
 		_, err = r.v2.MarshalToSizedBuffer(r.pb)
 	}

@@ -95,6 +95,20 @@ func (r *request) counts() (samples, histograms, exemplars int) {
 	return
 }
 
+// exemplarOnly counts the series of a 2.0 request with exemplars and no
+// sample nor histogram; 0 for a 1.0 request, which may send exemplars so.
+func (r *request) exemplarOnly() int {
+	n := 0
+	if r.v2 != nil {
+		for _, s := range r.v2.Timeseries {
+			if len(s.Samples) == 0 && len(s.Histograms) == 0 && len(s.Exemplars) > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // testdataDir finds the repository's testdata/remote-write from the working
 // directory or any directory above it (go run and go test both start in
 // the module).

@@ -63,8 +63,9 @@ const captureQueue = 16
 // goroutine of the capturer after the response, so that a slow disk delays
 // no request: a request that finds the queue full is dropped and counted.
 //
-// A capturer is safe for concurrent use by multiple goroutines. Its
-// handlers must not be used after close.
+// A capturer is safe for concurrent use by multiple goroutines. A
+// request that its handler serves after close is not captured, and is
+// counted as dropped.
 type capturer struct {
 	dir     string
 	maxBody int64

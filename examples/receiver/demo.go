@@ -73,8 +73,8 @@ type versionResult struct {
 	exemplarOnly int
 }
 
-// version returns the index of msg in phaseResult.byVersion.
-func version(msg remoteapi.WriteMessageType) int {
+// versionIndex returns the index of msg in phaseResult.byVersion.
+func versionIndex(msg remoteapi.WriteMessageType) int {
 	if msg == remoteapi.WriteV2MessageType {
 		return 1
 	}
@@ -268,7 +268,7 @@ func drive(ctx context.Context, out io.Writer, name string, u *url.URL, bodies [
 		}
 		rs, err := clients[b.msg].Store(ctx, b.body, 0)
 		res.requests++
-		v := &res.byVersion[version(b.msg)]
+		v := &res.byVersion[versionIndex(b.msg)]
 		v.requests++
 		switch {
 		case err == nil:

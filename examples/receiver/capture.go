@@ -47,9 +47,13 @@ var captureHeaders = []string{
 	"User-Agent", "THANOS-TENANT", "X-Scope-OrgID",
 }
 
-// captureQueue bounds the captured requests waiting to be written; one
-// that finds the queue full is dropped and counted.
-const captureQueue = 16
+// captureQueue and captureQueueBytes bound the captured requests waiting
+// to be written, in number and in bytes of bodies; one that finds the
+// queue full is dropped and counted.
+const (
+	captureQueue      = 16
+	captureQueueBytes = 64 << 20
+)
 
 // capturer writes the first requests of remote write 1.0 and 2.0 it sees
 // into a directory, in the format of testdata/remote-write: the body as
@@ -78,6 +82,7 @@ type capturer struct {
 	queue  chan capturedRequest // guarded by mu for sends and close
 	closed bool                 // guarded by mu
 	done   chan struct{}        // closed when the writer has returned
+	queued atomic.Int64         // bytes of the bodies in queue
 
 	written, dropped, failed atomic.Int64
 }
@@ -206,12 +211,13 @@ func (c *capturer) wrap(next http.Handler) http.Handler {
 func (c *capturer) enqueue(r capturedRequest) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed || c.queued.Load()+int64(len(r.body)) > captureQueueBytes {
 		c.dropped.Add(1)
 		return
 	}
 	select {
 	case c.queue <- r:
+		c.queued.Add(int64(len(r.body)))
 	default:
 		c.dropped.Add(1)
 	}
@@ -220,7 +226,9 @@ func (c *capturer) enqueue(r capturedRequest) {
 func (c *capturer) writeLoop() {
 	defer close(c.done)
 	for r := range c.queue {
-		if err := writeCaptured(c.dir, r); err != nil {
+		err := writeCaptured(c.dir, r)
+		c.queued.Add(-int64(len(r.body)))
+		if err != nil {
 			c.failed.Add(1)
 			c.logger.Error("capturing a request", "file", r.name, "err", err)
 			continue

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -181,6 +182,27 @@ func TestReadCaptureDir(t *testing.T) {
 	}
 	if _, err := readCaptureDir(t.TempDir()); !errors.Is(err, errNoCaptured) {
 		t.Errorf("readCaptureDir(empty dir) = %v, want errNoCaptured", err)
+	}
+}
+
+// TestCaptureQueueFull checks that a request that finds the queue full,
+// in number or in bytes, is dropped and counted, without waiting for the
+// writer (which this capturer does not run).
+func TestCaptureQueueFull(t *testing.T) {
+	c := &capturer{queue: make(chan capturedRequest, 2)}
+	for i, size := range []int{10, captureQueueBytes, 10, 10} {
+		c.enqueue(capturedRequest{name: fmt.Sprintf("rw1-%04d", i+1), body: make([]byte, size)})
+	}
+	// The first is queued; the second is over the bytes; the third is
+	// queued; the fourth finds no room.
+	if got, want := len(c.queue), 2; got != want {
+		t.Errorf("queued %d requests, want %d", got, want)
+	}
+	if got, want := c.dropped.Load(), int64(2); got != want {
+		t.Errorf("dropped = %d, want %d", got, want)
+	}
+	if got, want := c.queued.Load(), int64(20); got != want {
+		t.Errorf("queued bytes = %d, want %d", got, want)
 	}
 }
 

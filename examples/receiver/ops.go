@@ -79,8 +79,8 @@ func (o *opsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // tsdbConfig holds the TSDB's settings of the command line. Its zero value
-// is Prometheus's defaults but for the retention, which tsdbFlags sets to
-// Prometheus's 15d.
+// is Prometheus's defaults: a zero retention keeps tsdb.DefaultOptions'
+// 15d, as Prometheus does when no retention is set.
 type tsdbConfig struct {
 	outOfOrderWindow model.Duration
 	retention        model.Duration

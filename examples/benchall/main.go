@@ -28,6 +28,17 @@
 //
 //	go run ./examples/benchall -list
 //	go run ./examples/benchall -pkgs ./labels -modules '' -count 1 -benchtime 100x -out /tmp/BENCHMARKS.md
+//
+// With -requests DIR it answers "what would ingestkit buy on my traffic?"
+// instead: DIR holds requests that the receiver captured
+// (examples/receiver -capture-dir DIR), and the receiver's
+// BenchmarkReplay replays them through Prometheus's remote.NewWriteHandler
+// and through the receiver, each over a fresh TSDB, after checking that
+// both TSDBs end identical; the benchstat table (time, bytes and
+// allocations per op, per request and per sample) goes to standard
+// output, and BENCHMARKS.md is not written:
+//
+//	go run ./examples/benchall -requests /tmp/capture
 package main
 
 import (
@@ -62,6 +73,7 @@ type config struct {
 	raw       string
 	reuse     bool
 	list      bool
+	requests  string
 }
 
 func main() {
@@ -75,7 +87,12 @@ func main() {
 	flag.StringVar(&c.raw, "raw", "", "directory to keep the raw go test outputs in (default: a temporary one, removed)")
 	flag.BoolVar(&c.reuse, "reuse", false, "with -raw: use the raw output a package already has there instead of running its benchmarks again")
 	flag.BoolVar(&c.list, "list", false, "print the packages and benchmarks that would run, and exit")
+	flag.StringVar(&c.requests, "requests", "", "instead: replay this directory of captured requests (the receiver's -capture-dir) through Prometheus's handler and the receiver, check that both TSDBs end identical, and print the benchstat table")
 	flag.Parse()
+	run := run
+	if c.requests != "" {
+		run = runReplay
+	}
 	if err := run(c, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "benchall:", err)
 		os.Exit(1)
@@ -260,6 +277,7 @@ func findBenchmarks(modDir string, patterns []string) ([]pkgBenchmarks, error) {
 		if err != nil {
 			return nil, err
 		}
+		names = slices.DeleteFunc(names, func(n string) bool { return path == replayPackage && n == replayBenchmark })
 		if len(names) > 0 {
 			pkgs = append(pkgs, pkgBenchmarks{importPath: path, dir: dir, modDir: modDir, benchmarks: names})
 		}

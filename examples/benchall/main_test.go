@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -129,5 +130,47 @@ func BenchmarkPeers(b *testing.B) { b.Run("impl=peer", func(b *testing.B) {}) }
 		return a.importPath == b.importPath && a.dir == b.dir && a.modDir == b.modDir && slices.Equal(a.benchmarks, b.benchmarks)
 	}) {
 		t.Errorf("findBenchmarks(%q, ./...) = %+v, want %+v", dir, got, want)
+	}
+}
+
+// TestReplayBenchmarkLeftOut checks that the default mode leaves out the
+// receiver's BenchmarkReplay, which -requests runs, and keeps its other
+// side-by-side benchmarks.
+func TestReplayBenchmarkLeftOut(t *testing.T) {
+	pkgs, err := findBenchmarks("", []string{replayPackage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pkgs) != 1 {
+		t.Fatalf("findBenchmarks(%s) = %d packages, want 1", replayPackage, len(pkgs))
+	}
+	if got := pkgs[0].benchmarks; slices.Contains(got, replayBenchmark) || !slices.Contains(got, "BenchmarkReceive") {
+		t.Errorf("findBenchmarks(%s) = %q, want BenchmarkReceive without %s", replayPackage, got, replayBenchmark)
+	}
+}
+
+func TestReplayArgs(t *testing.T) {
+	for _, c := range []struct {
+		c    config
+		want string
+	}{
+		{config{count: 6, timeout: "120m"}, `test -run '^$' -bench '^BenchmarkReplay$' -benchmem -count 6 -timeout 120m ` + replayPackage},
+		{config{count: 1, timeout: "5m", benchtime: "1x"}, `test -run '^$' -bench '^BenchmarkReplay$' -benchmem -count 1 -timeout 5m -benchtime 1x ` + replayPackage},
+	} {
+		if got := shellQuote(replayArgs(c.c)); got != c.want {
+			t.Errorf("replayArgs(%+v) = %s, want %s", c.c, got, c.want)
+		}
+	}
+}
+
+func TestRunReplayNotADirectory(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{file, filepath.Join(t.TempDir(), "missing")} {
+		if err := runReplay(config{requests: dir, count: 1}, io.Discard); err == nil {
+			t.Errorf("runReplay(-requests %s) = nil, want an error", dir)
+		}
 	}
 }

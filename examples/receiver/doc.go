@@ -31,6 +31,16 @@
 // series' metadata (type, unit, help) attached to its appends and kept in
 // the TSDB's WAL, and __type__ and __unit__ labels from that metadata.
 //
+// It answers Prometheus's probes: /-/healthy while it serves, /-/ready
+// once its TSDB is open (WAL replayed); before that, 503. -tsdb.* flags
+// set the TSDB's retention and out-of-order window.
+//
+// With -capture-dir it writes the first requests it receives, as
+// testdata/remote-write holds them, and go run ./examples/benchall
+// -requests DIR replays them through Prometheus's handler and the
+// receiver (BenchmarkReplay), after checking that both end with identical
+// TSDBs: what ingestkit would buy on the user's own traffic.
+//
 // With -peers it reports, per endpoint, the series that a Thanos receive
 // hashring of those endpoints would place there; it does not forward them:
 // scale-out belongs to Thanos, Cortex or Mimir, which embed these blocks.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,6 +61,11 @@ type config struct {
 	tenantIdle         time.Duration
 	maxSeriesPerTenant int
 	maxTenants         int
+
+	// Operations: the TSDB's settings and the capture (ops.go,
+	// capture.go).
+	tsdb    tsdbConfig
+	capture captureConfig
 }
 
 // Prometheus's feature flags (--enable-feature) that the receiver has.
@@ -132,6 +138,11 @@ func main() {
 	flag.DurationVar(&c.tenantIdle, "tenant-idle", time.Hour, "close the TSDB of a tenant that received nothing for this long, checked every -purge-interval, and drop its ref cache, tracker and interner; its next request opens it again (0: never)")
 	flag.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB, and with -exemplar-store ring a ring of -max-exemplars (0: no limit)")
 	flag.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
+
+	// Operations: the TSDB's settings and the capture of requests for a
+	// replay (ops.go, capture.go).
+	tsdbFlags(flag.CommandLine, &c.tsdb)
+	captureFlags(flag.CommandLine, &c.capture)
 	flag.Parse()
 
 	var err error
@@ -161,6 +172,16 @@ func main() {
 // metadataWAL turns on the TSDB's metadata WAL records, the storage half of
 // Prometheus's metadata-wal-records feature.
 func openDB(dir string, maxExemplars int64, metadataWAL bool, reg prometheus.Registerer) (db *tsdb.DB, cleanup func() error, err error) {
+	opts := tsdb.DefaultOptions()
+	opts.EnableMetadataWALRecords = metadataWAL
+	return openDBWith(dir, opts, maxExemplars, reg, nil)
+}
+
+// openDBWith is openDB with opts, logging to logger (nil: nowhere).
+func openDBWith(dir string, opts *tsdb.Options, maxExemplars int64, reg prometheus.Registerer, logger *slog.Logger) (db *tsdb.DB, cleanup func() error, err error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	tmp := ""
 	if dir == "" {
 		if tmp, err = os.MkdirTemp("", "ingestkit-receiver-"); err != nil {
@@ -173,11 +194,9 @@ func openDB(dir string, maxExemplars int64, metadataWAL bool, reg prometheus.Reg
 			}
 		}()
 	}
-	opts := tsdb.DefaultOptions()
 	opts.EnableExemplarStorage = maxExemplars > 0
 	opts.MaxExemplars = maxExemplars
-	opts.EnableMetadataWALRecords = metadataWAL
-	db, err = tsdb.Open(dir, slog.New(slog.DiscardHandler), reg, opts, nil)
+	db, err = tsdb.Open(dir, logger, reg, opts, nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening the TSDB in %s: %w", dir, err)
 	}
@@ -314,6 +333,18 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	if err != nil {
 		return err
 	}
+	// Listen before the tenants' TSDBs open, so that the probes answer
+	// while they replay their WALs: /-/ready says 503 until every tenant
+	// found in -data-dir is open (ops.go).
+	ln, err := net.Listen("tcp", c.listen)
+	if err != nil {
+		return err
+	}
+	ops := &opsHandler{}
+	srv := newServer(c, ops)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	defer srv.Close() // serving the probes, if serve fails before the Shutdown below
 	dir := c.dataDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "ingestkit-receiver-"); err != nil {
@@ -321,14 +352,14 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		}
 		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }() // after tt.close
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger := stderrLogger()
 	// One body reader for every tenant: -max-inflight-bytes bounds the
 	// process.
 	ro := receiverOptions(c, ring, nil, logger)
 	ro.BodyReader = newBodyReader(ro)
 	tt, err := newTenants(tenantOptions{
 		Dir: dir, Header: c.tenantHeader, Default: c.tenant,
-		Receiver:     ro,
+		Receiver: ro, TSDB: c.tsdb,
 		MaxExemplars: tsdbExemplars, MetadataWAL: c.metadataWAL, RingExemplars: ringExemplars,
 		MaxTenants: c.maxTenants, Registerer: reg, Logger: logger,
 	})
@@ -339,19 +370,26 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	if err := tt.openExisting(); err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", c.listen)
-	if err != nil {
-		return err
+	var h http.Handler = newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg)
+	if c.capture.dir != "" {
+		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(ro.MaxBodySize, ingest.DefaultMaxBodySize), logger)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, cp.close()) }()
+		reg.MustRegister(cp)
+		h = cp.wrap(h)
 	}
-	srv := newServer(c, newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg))
 	go purgeLoop(ctx, tt, c.purgeInterval, c.activeIdle)
 	if c.tenantIdle > 0 {
 		go tenantIdleLoop(ctx, tt, c.purgeInterval, c.tenantIdle, logger)
 	}
+	ops.setReady(h)
 	fmt.Fprintf(out, "receiver: remote write on http://%s/api/v1/write, TSDB in %s, tenant header %s, default tenant %s\n",
 		ln.Addr(), filepath.Join(dir, "<tenant>"), tt.opts.Header, tt.opts.Default)
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if c.dataDir == "" {
+		fmt.Fprint(out, temporaryDataText)
+	}
 	select {
 	case err := <-errc:
 		return err

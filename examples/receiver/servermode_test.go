@@ -47,8 +47,9 @@ const (
 // (WAL replay), and the exemplars with the TSDB's exemplar storage, the
 // default; the ring's, in memory only, are gone, as documented. After the
 // last stop it opens the directory read-only and counts every series and
-// sample. A last run without -data-dir checks that the temporary
-// directory is removed at exit. A panic or an error at start fails it.
+// sample. A run with the flags of ops.go and capture.go checks the probes,
+// the TSDB's logs and the capture (testServerModeOps). A last run without
+// -data-dir checks that the temporary directory is removed at exit. A panic or an error at start fails it.
 //
 // CI runs it by name in a step of its own (.ci/run, "receiver server
 // mode").
@@ -106,6 +107,7 @@ func TestServerMode(t *testing.T) {
 			}
 		})
 	}
+	t.Run("probes, capture and TSDB flags", func(t *testing.T) { testServerModeOps(t, bin) })
 	t.Run("no data-dir", func(t *testing.T) {
 		tmp := t.TempDir()
 		p := startReceiver(t, bin, []string{"TMPDIR=" + tmp}, "-listen", "127.0.0.1:0")

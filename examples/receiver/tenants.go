@@ -108,6 +108,9 @@ type tenantOptions struct {
 	// MetadataWAL turns on each tenant TSDB's metadata WAL records (the
 	// storage half of Prometheus's metadata-wal-records feature).
 	MetadataWAL bool
+	// TSDB are the -tsdb.* settings of each tenant's TSDB (retention, the
+	// out-of-order window); the zero value means Prometheus's defaults.
+	TSDB tsdbConfig
 	// RingExemplars, if positive, gives each tenant an exemplars.Ring of
 	// that size, in memory only: a tenant closed when idle loses it.
 	RingExemplars int64
@@ -377,7 +380,10 @@ func (tt *tenants) open(tn *tenant) (err error) {
 	if tn.reg != nil {
 		reg = tn.reg
 	}
-	db, _, err := openDB(dir, tt.opts.MaxExemplars, tt.opts.MetadataWAL, reg)
+	tsdbOpts := tsdb.DefaultOptions()
+	tt.opts.TSDB.options(tsdbOpts)
+	tsdbOpts.EnableMetadataWALRecords = tt.opts.MetadataWAL
+	db, _, err := openDBWith(dir, tsdbOpts, tt.opts.MaxExemplars, reg, tt.logger.With("tenant", tn.id))
 	if err != nil {
 		return fmt.Errorf("opening tenant %q: %w", tn.id, err)
 	}

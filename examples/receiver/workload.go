@@ -35,7 +35,6 @@ func (r *request) body(ts int64) ([]byte, error) { return r.appendBody(nil, ts) 
 // into a buffer the request keeps, so that a benchmark that encodes a
 // request per op does not make garbage that the receivers' GC then pays.
 func (r *request) appendBody(dst []byte, ts int64) ([]byte, error) {
-	var err error
 	if r.v1 != nil {
 		for i := range r.v1.Timeseries {
 			s := &r.v1.Timeseries[i]
@@ -49,8 +48,6 @@ func (r *request) appendBody(dst []byte, ts int64) ([]byte, error) {
 				s.Exemplars[j].Timestamp = ts + int64(j)
 			}
 		}
-		r.pb = slices.Grow(r.pb[:0], r.v1.Size())[:r.v1.Size()]
-		_, err = r.v1.MarshalToSizedBuffer(r.pb)
 	} else {
 		for i := range r.v2.Timeseries {
 			s := &r.v2.Timeseries[i]
@@ -64,6 +61,17 @@ func (r *request) appendBody(dst []byte, ts int64) ([]byte, error) {
 				s.Exemplars[j].Timestamp = ts + int64(j)
 			}
 		}
+	}
+	return r.appendEncoded(dst)
+}
+
+// appendEncoded is appendBody without changing the timestamps.
+func (r *request) appendEncoded(dst []byte) ([]byte, error) {
+	var err error
+	if r.v1 != nil {
+		r.pb = slices.Grow(r.pb[:0], r.v1.Size())[:r.v1.Size()]
+		_, err = r.v1.MarshalToSizedBuffer(r.pb)
+	} else {
 		r.pb = slices.Grow(r.pb[:0], r.v2.Size())[:r.v2.Size()]
 		_, err = r.v2.MarshalToSizedBuffer(r.pb)
 	}
@@ -85,6 +93,20 @@ func (r *request) counts() (samples, histograms, exemplars int) {
 		samples, histograms, exemplars = samples+len(s.Samples), histograms+len(s.Histograms), exemplars+len(s.Exemplars)
 	}
 	return
+}
+
+// exemplarOnly counts the series of a 2.0 request with exemplars and no
+// sample nor histogram; 0 for a 1.0 request, which may send exemplars so.
+func (r *request) exemplarOnly() int {
+	n := 0
+	if r.v2 != nil {
+		for _, s := range r.v2.Timeseries {
+			if len(s.Samples) == 0 && len(s.Histograms) == 0 && len(s.Exemplars) > 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // testdataDir finds the repository's testdata/remote-write from the working

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/ingestkit/ingestkit/internal/rwtest"
+)
+
+// captureStep is a request of TestCapture and whether it is captured.
+type captureStep struct {
+	name     string
+	method   string
+	header   http.Header
+	body     []byte
+	code     int    // the receiver's answer, with or without the capture
+	captured string // the file name it is captured as, or ""
+}
+
+// TestCapture sends requests through a capturer in front of a Receiver
+// and checks the files: the remote-write requests, until the limit, are
+// written as testdata/remote-write holds them, body byte for byte and
+// only the headers of captureHeaders; the others are not, and every
+// request is answered as without the capture. A second capturer on the
+// same directory goes on numbering, and counts the files there towards
+// its limit.
+func TestCapture(t *testing.T) {
+	rw1, rw2 := rwtest.Files(t, 1), rwtest.Files(t, 2)
+	raw := func(path string, extra ...string) (http.Header, []byte) {
+		body, h := rwtest.Raw(t, path)
+		for i := 0; i < len(extra); i += 2 {
+			h.Set(extra[i], extra[i+1])
+		}
+		return h, body
+	}
+	const maxBody = 1 << 20
+	h1, b1 := raw(rw1[0], "Authorization", "Bearer secret", "THANOS-TENANT", "team-a", "X-Other", "x")
+	h2, b2 := raw(rw2[0])
+	h3, b3 := raw(rw1[3])
+	hGzip, _ := raw(rw1[0], "Content-Encoding", "gzip")
+	hText, _ := raw(rw1[0], "Content-Type", "text/plain")
+	hNoEnc, _ := raw(rw1[2])
+	hNoEnc.Del("Content-Encoding")
+	_, b4 := raw(rw1[2])
+	big := bytes.Repeat([]byte{0}, maxBody+1)
+	steps := []captureStep{
+		{name: "rw1 with auth and tenant", header: h1, body: b1, code: 204, captured: "rw1-0001"},
+		{name: "GET", method: http.MethodGet, header: h2, body: b2, code: 405},
+		{name: "gzip", header: hGzip, body: b1, code: 415},
+		{name: "text/plain", header: hText, body: b1, code: 415},
+		{name: "over the body limit", header: h3, body: big, code: 413},
+		{name: "rw2", header: h2, body: b2, code: 400, captured: "rw2-0002"}, // a partial write (TestDifferential)
+		{name: "no Content-Encoding", header: hNoEnc, body: b4, code: 204, captured: "rw1-0003"},
+		{name: "past the limit", header: h3, body: b3, code: 204},
+	}
+
+	dir := filepath.Join(t.TempDir(), "capture")
+	run := func(t *testing.T, max int, steps []captureStep) *capturer {
+		t.Helper()
+		db := newBenchDB(t)
+		r, err := NewReceiver(db, Options{MaxBodySize: maxBody})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := newCapturer(dir, max, maxBody, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := c.wrap(newMux(r, db, prometheus.NewRegistry()))
+		for _, s := range steps {
+			req := httptest.NewRequest(cmpOr(s.method, http.MethodPost), "/api/v1/write", bytes.NewReader(s.body))
+			req.Header = s.header.Clone()
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			if w.Code != s.code {
+				t.Errorf("%s: status %d, want %d: %.300s", s.name, w.Code, s.code, w.Body)
+			}
+		}
+		if err := c.close(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	t.Run("first", func(t *testing.T) {
+		c := run(t, 3, steps)
+		want := `# HELP ingestkit_receiver_capture_written_total Requests written to -capture-dir.
+# TYPE ingestkit_receiver_capture_written_total counter
+ingestkit_receiver_capture_written_total 3
+`
+		if err := testutil.CollectAndCompare(c, strings.NewReader(want), "ingestkit_receiver_capture_written_total"); err != nil {
+			t.Error(err)
+		}
+		checkCaptureDir(t, dir, steps)
+	})
+	t.Run("again", func(t *testing.T) {
+		more := []captureStep{
+			{name: "rw2 again", header: h2, body: b2, code: 400, captured: "rw2-0004"},
+			{name: "past the limit", header: h3, body: b3, code: 204},
+		}
+		run(t, 4, more)
+		checkCaptureDir(t, dir, append(slices.Clone(steps), more...))
+	})
+}
+
+// checkCaptureDir checks that dir holds exactly the captured steps, and
+// that readCaptureDir reads them back in order.
+func checkCaptureDir(t *testing.T, dir string, steps []captureStep) {
+	t.Helper()
+	var want []string
+	var wantSteps []captureStep
+	for _, s := range steps {
+		if s.captured != "" {
+			want = append(want, s.captured+".headers", s.captured+".snappy")
+			wantSteps = append(wantSteps, s)
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Name())
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("files %q, want %q", got, want)
+	}
+	rs, err := readCaptureDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != len(wantSteps) {
+		t.Fatalf("readCaptureDir: %d requests, want %d", len(rs), len(wantSteps))
+	}
+	for i, r := range rs {
+		s := wantSteps[i]
+		if r.name != s.captured || !bytes.Equal(r.body, s.body) {
+			t.Errorf("request %d: %s, %d bytes; want %s, %d bytes as sent", i, r.name, len(r.body), s.captured, len(s.body))
+		}
+		for _, name := range captureHeaders {
+			if g, w := r.header.Values(name), s.header.Values(name); !slices.Equal(g, w) {
+				t.Errorf("%s: header %s = %q, want %q", r.name, name, g, w)
+			}
+		}
+		for name := range r.header {
+			if !slices.ContainsFunc(captureHeaders, func(h string) bool { return http.CanonicalHeaderKey(h) == name }) {
+				t.Errorf("%s: header %s written, which the capture does not keep", r.name, name)
+			}
+		}
+	}
+}
+
+// TestReadCaptureDir reads testdata/remote-write, written by a capture of
+// a real Prometheus, in its order of arrival across both versions.
+func TestReadCaptureDir(t *testing.T) {
+	rs, err := readCaptureDir(rwtest.Dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.name)
+		if v := captureVersion(r.header); v != r.version {
+			t.Errorf("%s: headers say version %d", r.name, v)
+		}
+	}
+	want := []string{"rw1-0005", "rw2-0006", "rw2-0007", "rw1-0008", "rw1-0019", "rw2-0020", "rw2-0040", "rw1-0045"}
+	if !slices.Equal(got, want) {
+		t.Errorf("readCaptureDir(testdata) = %q, want %q", got, want)
+	}
+	if _, err := readCaptureDir(t.TempDir()); !errors.Is(err, errNoCaptured) {
+		t.Errorf("readCaptureDir(empty dir) = %v, want errNoCaptured", err)
+	}
+}
+
+// TestCaptureQueueFull checks that a request that finds the queue full,
+// in number or in bytes, is dropped and counted, without waiting for the
+// writer (which this capturer does not run).
+func TestCaptureQueueFull(t *testing.T) {
+	c := &capturer{queue: make(chan capturedRequest, 2)}
+	for i, size := range []int{10, captureQueueBytes, 10, 10} {
+		c.enqueue(capturedRequest{name: fmt.Sprintf("rw1-%04d", i+1), body: make([]byte, size)})
+	}
+	// The first is queued; the second is over the bytes; the third is
+	// queued; the fourth finds no room.
+	if got, want := len(c.queue), 2; got != want {
+		t.Errorf("queued %d requests, want %d", got, want)
+	}
+	if got, want := c.dropped.Load(), int64(2); got != want {
+		t.Errorf("dropped = %d, want %d", got, want)
+	}
+	if got, want := c.queued.Load(), int64(20); got != want {
+		t.Errorf("queued bytes = %d, want %d", got, want)
+	}
+}
+
+// TestCaptureClosed checks that a request captured after close is dropped
+// and counted, not sent on the closed queue.
+func TestCaptureClosed(t *testing.T) {
+	c, err := newCapturer(t.TempDir(), 10, 1<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.close(); err != nil {
+		t.Fatal(err)
+	}
+	c.enqueue(capturedRequest{name: "rw1-0001"})
+	if got := c.dropped.Load(); got != 1 {
+		t.Errorf("dropped = %d, want 1", got)
+	}
+}

@@ -110,39 +110,7 @@ const (
 
 func main() {
 	var c config
-	flag.BoolVar(&c.demo, "demo", false, "start on loopback, drive the receiver and Prometheus's handler with the same traffic for -duration, print a comparison and exit")
-	flag.DurationVar(&c.duration, "duration", 3*time.Second, "with -demo: how long to drive Prometheus's handler; the receiver then gets the same requests")
-	flag.StringVar(&c.listen, "listen", "127.0.0.1:9201", "address to listen on (with -demo, default a free loopback port)")
-	flag.StringVar(&c.dataDir, "data-dir", "", "directory of the TSDBs, one per tenant in <data-dir>/<tenant> (default: a fresh temporary directory, removed on exit)")
-	flag.StringVar(&c.peers, "peers", "", "comma-separated hashring endpoints whose ownership of each series is reported (nothing is forwarded)")
-	flag.IntVar(&c.replication, "replication-factor", 1, "hashring replication factor")
-	flag.StringVar(&c.ringAlgorithm, "ring-algorithm", "hashmod", "hashring algorithm: hashmod or ketama")
-	flag.StringVar(&c.tenant, "tenant", defaultTenant, "default tenant: the tenant of a request without a tenant header (Thanos's default-tenant); the hashring hashes each series with its request's tenant")
-	flag.IntVar(&c.maxLabels, "max-labels-per-series", 0, "reject series with more labels (0: no limit, as Prometheus)")
-	flag.IntVar(&c.maxNameLength, "max-label-name-length", 0, "reject series with a longer label name (0: no limit)")
-	flag.IntVar(&c.maxValueLength, "max-label-value-length", 0, "reject series with a longer label value (0: no limit)")
-	flag.Int64Var(&c.maxExemplars, "max-exemplars", 100_000, "size of the exemplar storage")
-	flag.StringVar(&c.exemplarStore, "exemplar-store", "tsdb", "where exemplars go: tsdb (the TSDB's own exemplar storage, written to its WAL and replayed at start) or ring (ingestkit's exemplars.Ring, in less memory, but in memory only: a restart loses every exemplar; its metrics are "+ringMetricsPrefix+"*)")
-	flag.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
-	flag.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
-	flag.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
-	flag.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "longest time to read a request's headers (0: -read-timeout)")
-	flag.DurationVar(&c.readTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included, after which the connection is closed (0: none); the default is the remote_timeout of Prometheus's sender")
-	flag.DurationVar(&c.writeTimeout, "write-timeout", 0, "longest time from the end of a request's headers to the end of its response, processing included (0: none, as Prometheus)")
-	flag.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection waits for its next request (0: -read-timeout); the default is Prometheus's")
-	flag.Int64Var(&c.maxInflightBytes, "max-inflight-bytes", defaultMaxInflightBytes, "most bytes of request bodies, compressed and decoded, held at once across all requests; a request beyond it is answered 503, which Prometheus's sender retries (a request needs up to 64 MiB; 0: no limit)")
-	flag.Func("enable-feature", "comma-separated Prometheus features to enable, off by default as in Prometheus: "+featureMetadataWAL+" (attach each 2.0 series' metadata to its appends and keep it in the TSDB's WAL), "+featureTypeAndUnitLabels+" (add __type__ and __unit__ labels from each 2.0 series' metadata)", c.setFeatures)
-
-	// Tenants: one TSDB per tenant in -data-dir/<tenant>.
-	flag.StringVar(&c.tenantHeader, "tenant-header", defaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")
-	flag.DurationVar(&c.tenantIdle, "tenant-idle", time.Hour, "close the TSDB of a tenant that received nothing for this long, checked every -purge-interval, and drop its ref cache, tracker and interner; its next request opens it again (0: never)")
-	flag.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB, and with -exemplar-store ring a ring of -max-exemplars (0: no limit)")
-	flag.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
-
-	// Operations: the TSDB's settings and the capture of requests for a
-	// replay (ops.go, capture.go).
-	tsdbFlags(flag.CommandLine, &c.tsdb)
-	captureFlags(flag.CommandLine, &c.capture)
+	registerFlags(flag.CommandLine, &c)
 	flag.Parse()
 
 	var err error
@@ -433,4 +401,41 @@ func purgeLoop(ctx context.Context, r interface{ Purge(time.Time) (int, int) }, 
 			r.Purge(now.Add(-idle))
 		}
 	}
+}
+
+// registerFlags registers the command line into fs, with c to hold it.
+func registerFlags(fs *flag.FlagSet, c *config) {
+	fs.BoolVar(&c.demo, "demo", false, "start on loopback, drive the receiver and Prometheus's handler with the same traffic for -duration, print a comparison and exit")
+	fs.DurationVar(&c.duration, "duration", 3*time.Second, "with -demo: how long to drive Prometheus's handler; the receiver then gets the same requests")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:9201", "address to listen on (with -demo, default a free loopback port)")
+	fs.StringVar(&c.dataDir, "data-dir", "", "directory of the TSDBs, one per tenant in <data-dir>/<tenant> (default: a fresh temporary directory, removed on exit)")
+	fs.StringVar(&c.peers, "peers", "", "comma-separated hashring endpoints whose ownership of each series is reported (nothing is forwarded)")
+	fs.IntVar(&c.replication, "replication-factor", 1, "hashring replication factor")
+	fs.StringVar(&c.ringAlgorithm, "ring-algorithm", "hashmod", "hashring algorithm: hashmod or ketama")
+	fs.StringVar(&c.tenant, "tenant", defaultTenant, "default tenant: the tenant of a request without a tenant header (Thanos's default-tenant); the hashring hashes each series with its request's tenant")
+	fs.IntVar(&c.maxLabels, "max-labels-per-series", 0, "reject series with more labels (0: no limit, as Prometheus)")
+	fs.IntVar(&c.maxNameLength, "max-label-name-length", 0, "reject series with a longer label name (0: no limit)")
+	fs.IntVar(&c.maxValueLength, "max-label-value-length", 0, "reject series with a longer label value (0: no limit)")
+	fs.Int64Var(&c.maxExemplars, "max-exemplars", 100_000, "size of the exemplar storage")
+	fs.StringVar(&c.exemplarStore, "exemplar-store", "tsdb", "where exemplars go: tsdb (the TSDB's own exemplar storage, written to its WAL and replayed at start) or ring (ingestkit's exemplars.Ring, in less memory, but in memory only: a restart loses every exemplar; its metrics are "+ringMetricsPrefix+"*)")
+	fs.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
+	fs.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
+	fs.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
+	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "longest time to read a request's headers (0: -read-timeout)")
+	fs.DurationVar(&c.readTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included, after which the connection is closed (0: none); the default is the remote_timeout of Prometheus's sender")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", 0, "longest time from the end of a request's headers to the end of its response, processing included (0: none, as Prometheus)")
+	fs.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection waits for its next request (0: -read-timeout); the default is Prometheus's")
+	fs.Int64Var(&c.maxInflightBytes, "max-inflight-bytes", defaultMaxInflightBytes, "most bytes of request bodies, compressed and decoded, held at once across all requests; a request beyond it is answered 503, which Prometheus's sender retries (a request needs up to 64 MiB; 0: no limit)")
+	fs.Func("enable-feature", "comma-separated Prometheus features to enable, off by default as in Prometheus: "+featureMetadataWAL+" (attach each 2.0 series' metadata to its appends and keep it in the TSDB's WAL), "+featureTypeAndUnitLabels+" (add __type__ and __unit__ labels from each 2.0 series' metadata)", c.setFeatures)
+
+	// Tenants: one TSDB per tenant in -data-dir/<tenant>.
+	fs.StringVar(&c.tenantHeader, "tenant-header", defaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")
+	fs.DurationVar(&c.tenantIdle, "tenant-idle", time.Hour, "close the TSDB of a tenant that received nothing for this long, checked every -purge-interval, and drop its ref cache, tracker and interner; its next request opens it again (0: never)")
+	fs.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB, and with -exemplar-store ring a ring of -max-exemplars (0: no limit)")
+	fs.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
+
+	// Operations: the TSDB's settings and the capture of requests for a
+	// replay (ops.go, capture.go).
+	tsdbFlags(fs, &c.tsdb)
+	captureFlags(fs, &c.capture)
 }

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"flag"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
+	"time"
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	promconfig "github.com/prometheus/prometheus/config"
@@ -39,5 +42,46 @@ func TestREADMERemoteWrite(t *testing.T) {
 		if !seen[msg] {
 			t.Errorf("the README has no remote_write block for %s", msg)
 		}
+	}
+}
+
+// TestREADMEFlags checks that the README's table of the server's flags has
+// a row for each flag the command registers, and no row for a flag it does
+// not, with the default that -help prints where the row gives one
+// literally.
+func TestREADMEFlags(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(rwtest.Dir(t), "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{} // flag name: default column
+	for _, m := range regexp.MustCompile("(?m)^\\| `-([a-z0-9.-]+)` \\| ([^|]*) \\|").FindAllSubmatch(readme, -1) {
+		rows[string(m[1])] = strings.TrimSpace(string(m[2]))
+	}
+	fs := flag.NewFlagSet("receiver", flag.ContinueOnError)
+	var c config
+	registerFlags(fs, &c)
+	fs.VisitAll(func(f *flag.Flag) {
+		def, ok := rows[f.Name]
+		if !ok {
+			t.Errorf("the README's flag table has no row for -%s", f.Name)
+			return
+		}
+		delete(rows, f.Name)
+		// A default written as code is the value -help prints.
+		if lit, ok := strings.CutPrefix(def, "`"); ok && f.DefValue != "" {
+			lit = lit[:strings.IndexByte(lit, '`')]
+			if d, err := time.ParseDuration(f.DefValue); err == nil {
+				if ld, err := time.ParseDuration(lit); err == nil && ld == d {
+					return
+				}
+			}
+			if lit != f.DefValue {
+				t.Errorf("-%s: README default %s, -help's %q", f.Name, def, f.DefValue)
+			}
+		}
+	})
+	for name := range rows {
+		t.Errorf("the README's flag table has a row for -%s, which the receiver does not have", name)
 	}
 }

@@ -130,7 +130,7 @@ func FuzzReadBody(f *testing.F) {
 		}
 		i := int(limitSel) % len(bodyFuzzLimits)
 		br, limit := brs[i], int(bodyFuzzLimits[i])
-		want, maxRead := bodyWant(len(body), announced, limit)
+		maxRead, want := bodyWant(len(body), announced, limit)
 
 		r := &bodyCountingReader{r: readers[int(readerSel)%len(readers)](bodyOnlyReader{bytes.NewReader(body)})}
 		b, err := br.ReadBody(r, announced)

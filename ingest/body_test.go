@@ -100,23 +100,23 @@ func bodyRaceEnabled() bool {
 	return false
 }
 
-// bodyWant returns the error ReadBody must return for a body of size bytes
-// announced as announced under limit, and the most bytes it may read.
-func bodyWant(size int, announced int64, limit int) (want error, maxRead int64) {
+// bodyWant returns the most bytes ReadBody may read of a body of size
+// bytes announced as announced under limit, and the error it must return.
+func bodyWant(size int, announced int64, limit int) (maxRead int64, want error) {
 	switch {
 	case announced < 0:
 		if size > limit {
-			return ErrBodyTooLarge, int64(limit) + 1
+			return int64(limit) + 1, ErrBodyTooLarge
 		}
-		return nil, int64(size)
+		return int64(size), nil
 	case announced > int64(limit):
-		return ErrBodyTooLarge, 0
+		return 0, ErrBodyTooLarge
 	case int64(size) < announced:
-		return ErrBodyTruncated, int64(size)
+		return int64(size), ErrBodyTruncated
 	case int64(size) > announced:
-		return ErrBodyTooLong, announced + 1
+		return announced + 1, ErrBodyTooLong
 	}
-	return nil, int64(size)
+	return int64(size), nil
 }
 
 func TestReadBody(t *testing.T) {
@@ -155,7 +155,7 @@ func TestReadBody(t *testing.T) {
 				continue
 			}
 			t.Run(fmt.Sprintf("limit=%d/size=%d/%s", c.limit, c.size, m.name), func(t *testing.T) {
-				want, maxRead := bodyWant(c.size, announced, c.limit)
+				maxRead, want := bodyWant(c.size, announced, c.limit)
 				data := bodyRandom(c.size)
 				r := &bodyCountingReader{r: bodyOnlyReader{bytes.NewReader(data)}}
 				b, err := br.ReadBody(r, announced)

@@ -317,7 +317,7 @@ func countStored(ctx context.Context, db *tsdb.DB, ex storage.ExemplarQueryable)
 		return 0, 0, err
 	}
 	defer q.Close()
-	all := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+")
+	all := labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, ".+")
 	ss := q.Select(ctx, false, nil, all)
 	var it chunkenc.Iterator
 	for ss.Next() {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/prometheus/common/model"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -125,7 +126,7 @@ func dumpStorage(tb testing.TB, db *tsdb.DB, exq storage.ExemplarQueryable) stri
 		tb.Fatal(err)
 	}
 	defer q.Close()
-	all := labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".*")
+	all := labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, ".*")
 	ss := q.Select(ctx, true, nil, all)
 	var lines []string
 	var it chunkenc.Iterator

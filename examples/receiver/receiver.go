@@ -417,7 +417,7 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	defer r.body.Release(buf)
 
 	if req.Method != http.MethodPost {
-		r.fail(w, http.StatusMethodNotAllowed, errors.New("Method not allowed"))
+		r.fail(w, http.StatusMethodNotAllowed, errors.New("method not allowed"))
 		return
 	}
 	msg, err := parseContentType(req.Header.Get("Content-Type"))

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/prometheus/common/model"
 	"io"
 	"log/slog"
 	"math"
@@ -15,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,11 +129,9 @@ func TestServerMode(t *testing.T) {
 // buildReceiver builds this package's command into the test's directory.
 func buildReceiver(t *testing.T) string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	if _, err := os.Stat(goBin); err != nil {
-		if goBin, err = exec.LookPath("go"); err != nil {
-			t.Fatalf("no go command to build the receiver with: %v", err)
-		}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command to build the receiver with: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "receiver")
 	ctx, cancel := context.WithTimeout(context.Background(), serverBuildTimeout)
@@ -330,7 +328,7 @@ func countDir(t *testing.T, dir string) (series, samples int) {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, ".+"))
 	var it chunkenc.Iterator
 	for ss.Next() {
 		series++

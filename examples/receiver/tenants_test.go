@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/prometheus/common/model"
 	"io"
 	"math"
 	"net/http"
@@ -96,7 +97,7 @@ func readSeries(t *testing.T, db *tsdb.DB) map[string][]string {
 		t.Fatal(err)
 	}
 	defer q.Close()
-	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, labels.MetricName, ".+"))
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, model.MetricNameLabel, ".+"))
 	got := map[string][]string{}
 	var it chunkenc.Iterator
 	for ss.Next() {

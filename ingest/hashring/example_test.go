@@ -1,4 +1,4 @@
-package ingest_test
+package hashring_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/hashring"
 )
 
 // A receiver in a Thanos-compatible ketama ring of six, over three zones,
@@ -22,14 +23,14 @@ import (
 // and batches the others per peer for forwarding. A Thanos receive with the
 // same hashrings file would send each series to the same three receivers.
 func ExampleRing() {
-	var endpoints []ingest.Endpoint
+	var endpoints []hashring.Endpoint
 	for i, zone := range []string{"eu-1a", "eu-1b", "eu-1c", "eu-1a", "eu-1b", "eu-1c"} {
-		endpoints = append(endpoints, ingest.Endpoint{
+		endpoints = append(endpoints, hashring.Endpoint{
 			Address: fmt.Sprintf("thanos-receive-%d.thanos-receive:10901", i),
 			Zone:    zone,
 		})
 	}
-	ring, err := ingest.NewRing(endpoints, ingest.RingOptions{Algorithm: ingest.RingKetama, ReplicationFactor: 3})
+	ring, err := hashring.NewRing(endpoints, hashring.Options{Algorithm: hashring.AlgorithmKetama, ReplicationFactor: 3})
 	if err != nil {
 		panic(err)
 	}
@@ -109,10 +110,10 @@ func ExampleRing() {
 	// Zones of one and three receivers cannot hold four replicas with no
 	// zone two ahead of the other: Thanos would never finish building this
 	// ring; NewRing refuses it.
-	_, err = ingest.NewRing([]ingest.Endpoint{
+	_, err = hashring.NewRing([]hashring.Endpoint{
 		{Address: "a", Zone: "z1"}, {Address: "b", Zone: "z2"}, {Address: "c", Zone: "z2"}, {Address: "d", Zone: "z2"},
-	}, ingest.RingOptions{Algorithm: ingest.RingKetama, ReplicationFactor: 4})
-	fmt.Println(errors.Is(err, ingest.ErrZoneCapacity))
+	}, hashring.Options{Algorithm: hashring.AlgorithmKetama, ReplicationFactor: 4})
+	fmt.Println(errors.Is(err, hashring.ErrZoneCapacity))
 	// Output:
 	// api-0 -> thanos-receive-3 (eu-1a), thanos-receive-5 (eu-1c), thanos-receive-1 (eu-1b)
 	// api-1 -> thanos-receive-4 (eu-1b), thanos-receive-3 (eu-1a), thanos-receive-5 (eu-1c)
@@ -136,11 +137,11 @@ func ExampleHashrings() {
 	   "shuffle_sharding_config": {"shard_size": 2}},
 	  {"hashring": "default", "endpoints": ["recv-d0:10901"]}
 	]`)
-	cfg, err := ingest.ParseHashrings(file)
+	cfg, err := hashring.ParseConfig(file)
 	if err != nil {
 		panic(err)
 	}
-	rings, err := ingest.NewHashrings(cfg, ingest.HashringsOptions{ReplicationFactor: 2})
+	rings, err := hashring.NewHashrings(cfg, hashring.Options{ReplicationFactor: 2})
 	if err != nil {
 		panic(err)
 	}
@@ -170,7 +171,7 @@ func ExampleHashrings() {
 			}
 			if len(replicas) < ring.ReplicationFactor() {
 				// Thanos fails the write: it has no second replica.
-				fmt.Println(tenant, "->", strings.Join(addrs, ", "), "and", ingest.ErrNotEnoughNodes)
+				fmt.Println(tenant, "->", strings.Join(addrs, ", "), "and", hashring.ErrNotEnoughNodes)
 				continue
 			}
 			fmt.Println(tenant, "->", strings.Join(addrs, ", "))
@@ -180,5 +181,5 @@ func ExampleHashrings() {
 	// team-a -> recv-a0, recv-a1
 	// batch-1 -> recv-b0, recv-b2
 	// batch-2 -> recv-b1, recv-b3
-	// other -> recv-d0 and ingest: ring has fewer endpoints than the replication factor
+	// other -> recv-d0 and hashring: ring has fewer endpoints than the replication factor
 }

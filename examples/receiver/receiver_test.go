@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 
 	"github.com/ingestkit/ingestkit/ingest/hashring"
-	iklabels "github.com/ingestkit/ingestkit/labels"
 )
 
 func TestParseContentType(t *testing.T) {
@@ -83,7 +82,7 @@ func TestRingOwners(t *testing.T) {
 	series := typicalSeries(300, "")
 	want := map[string]int64{}
 	for _, ls := range series {
-		for _, i := range ring.Replicas(iklabels.TenantHash("team-a", ls), nil) {
+		for _, i := range ring.Replicas(hashring.Hash("team-a", ls), nil) {
 			want[ring.Endpoint(i).Address]++
 		}
 	}

@@ -5,9 +5,10 @@
 // [Hashrings]). A Thanos, Cortex or Mimir fork routes a series by its
 // routing hash, Thanos's labelpb.HashWithPrefix of the tenant and the
 // series' labels; a [Ring] takes that hash once and returns every replica
-// from it, where Thanos hashes the labels again for each replica. Package
-// ingest's decoder computes that hash in its decoding pass
-// (Series.ThanosHash), with no second pass over the labels.
+// from it, where Thanos hashes the labels again for each replica. [Hash]
+// computes it from a labels.Labels; package ingest's decoder computes the
+// same value in its decoding pass (Series.ThanosHash), with no second pass
+// over the labels.
 //
 // The names are Thanos's, without its package's "Hashring" prefix:
 // [Endpoint], [Algorithm] with [AlgorithmHashmod] and [AlgorithmKetama],
@@ -21,7 +22,7 @@
 // concurrent use by multiple goroutines; one is meant to serve every
 // request handler, and is replaced, not changed, when the hashrings file
 // changes. Allocations: [Ring.Replicas] makes none when its destination has
-// room, [Ring.Replica] makes none, and [Hashrings.Ring] makes
+// room, [Ring.Replica] and [Hash] make none, and [Hashrings.Ring] makes
 // none but when it builds a tenant's shuffle-sharded ring.
 //
 // BenchmarkRing compares [Ring.Replicas] with Thanos's own GetN, which

@@ -285,7 +285,8 @@ func NewHashrings(cfg []Config, opts Options) (*Hashrings, error) {
 // first hashring that takes tenant, or, for a hashring with shuffle
 // sharding, tenant's own ring over some of its endpoints, built on first
 // use. The caller places each series with [Ring.Replicas] or [Ring.Replica]
-// from its routing hash for the same tenant (ingest.Series.ThanosHash).
+// from its routing hash for the same tenant ([Hash], or package ingest's
+// Series.ThanosHash).
 //
 // It returns an error wrapping [ErrNoHashring] if no hashring takes tenant,
 // as Thanos's "no matching hashring to handle tenant", and for shuffle

@@ -94,13 +94,14 @@ type Options struct {
 // The routing hash is what Thanos receive hashes, labelpb.HashWithPrefix
 // with the tenant as prefix: xxhash64 over "tenant 0xff name 0xff value
 // 0xff ..." of the series' labels in the order the request holds them.
-// ingest.Series.ThanosHash computes exactly that in the decoder's pass, and
-// labels.Builder.ThanosHash from pairs. ingest.Series.TenantHash,
-// labels.Builder.TenantHash and labels.TenantHash hash the labels sorted by
-// name instead; the two differ only for a series whose labels the request
-// holds out of order, which remote write forbids and Thanos's TSDB writer
-// rejects, but only after routing it by the request-order hash, so a
-// receiver that forwards such series as Thanos does routes by ThanosHash.
+// [Hash] computes it from a labels.Labels; package ingest's decoder
+// computes exactly that in its decoding pass (Series.ThanosHash), and
+// package labels' Builder from pairs (Builder.ThanosHash). Their TenantHash
+// methods hash the labels sorted by name instead; the two differ only for a
+// series whose labels the request holds out of order, which remote write
+// forbids and Thanos's TSDB writer rejects, but only after routing it by the
+// request-order hash, so a receiver that forwards such series as Thanos
+// does routes by ThanosHash.
 // Thanos hashes the series again for each replica, always the same bytes; a
 // Ring takes the hash once and returns all replicas from it.
 //

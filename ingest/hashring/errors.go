@@ -30,18 +30,18 @@ var (
 	ErrBadEndpoint = errors.New("hashring: ring endpoint address is empty or repeated")
 
 	// ErrUnknownAlgorithm is returned when [Options.Algorithm] is neither
-	// empty, [AlgorithmHashmod] nor [AlgorithmKetama]. (Thanos falls back to hashmod
-	// with a warning.)
+	// empty, [AlgorithmHashmod] nor [AlgorithmKetama]. (Thanos falls back
+	// to hashmod with a warning.)
 	ErrUnknownAlgorithm = errors.New("hashring: unknown ring algorithm")
 )
 
 // Errors of [ParseConfig], [NewHashrings] and [Hashrings.Ring].
 var (
-	// ErrConfig is returned when a hashrings file is not a
-	// non-empty JSON array of hashrings, an endpoint has no address, a
-	// hashring has an unknown tenant matcher or a malformed glob pattern,
-	// or asks for shuffle sharding without ketama or with a shard larger
-	// than its endpoints. A receiver keeps its previous hashrings, as
+	// ErrConfig is returned when a hashrings file is not a non-empty JSON
+	// array of hashrings, an endpoint has no address, a hashring has an
+	// unknown tenant matcher or a malformed glob pattern, or asks for
+	// shuffle sharding without ketama or with a shard larger than its
+	// endpoints. A receiver keeps its previous hashrings, as
 	// Thanos does when a reload fails.
 	ErrConfig = errors.New("hashring: invalid hashrings configuration")
 

@@ -50,8 +50,8 @@ type Config struct {
 	Endpoints []Endpoint `json:"endpoints"`
 
 	// Algorithm is the hashring's placement algorithm; empty means the
-	// [Options.Algorithm] given to [NewHashrings]. As in Thanos, an unknown algorithm
-	// falls back to [AlgorithmHashmod].
+	// [Options.Algorithm] given to [NewHashrings]. As in Thanos, an
+	// unknown algorithm falls back to [AlgorithmHashmod].
 	Algorithm Algorithm `json:"algorithm,omitempty"`
 
 	// ExternalLabels are the labels Thanos adds to the TSDBs of the
@@ -157,9 +157,9 @@ func (e Endpoint) MarshalJSON() ([]byte, error) {
 }
 
 // ParseConfig parses a Thanos receive hashrings file: a JSON array of
-// [Config]. Unknown fields are ignored, as Thanos ignores them. It
-// returns an error wrapping [ErrConfig] if data is not such an
-// array or the array is empty, which Thanos refuses to load too.
+// [Config], one per hashring. Unknown fields are ignored, as Thanos
+// ignores them. It returns an error wrapping [ErrConfig] if data is not
+// such an array or the array is empty, which Thanos refuses to load too.
 func ParseConfig(data []byte) ([]Config, error) {
 	var cfg []Config
 	if err := json.Unmarshal(data, &cfg); err != nil {
@@ -209,10 +209,11 @@ type tenantRing struct {
 // NewHashrings returns the routing of the hashrings of cfg, typically from
 // [ParseConfig], with the settings of opts. It builds every ring with
 // [NewRing] and returns an error wrapping NewRing's errors, or wrapping
-// [ErrConfig] if a hashring has an unknown tenant matcher or a malformed glob pattern (Thanos loads such a
-// file and then fails the writes of the tenants that reach it, or matches
-// no tenant), or asks for shuffle sharding on a hashmod ring or for a shard
-// larger than its endpoints, which Thanos refuses too. An empty cfg is
+// [ErrConfig] if a hashring has an unknown tenant matcher or a malformed
+// glob pattern (Thanos loads such a file and then fails the writes of the
+// tenants that reach it, or matches no tenant), or asks for shuffle
+// sharding on a hashmod ring or for a shard larger than its endpoints,
+// which Thanos refuses too. An empty cfg is
 // valid: it routes no tenant. It returns an error wrapping
 // [ErrUnknownAlgorithm] if opts.Algorithm is unknown. It panics if
 // opts.ReplicationFactor or opts.SectionsPerNode is negative.

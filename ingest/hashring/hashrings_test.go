@@ -260,3 +260,64 @@ func TestHashringsShuffleCache(t *testing.T) {
 		}
 	}
 }
+
+// TestHashringsSectionsPerNode checks that NewHashrings builds every ketama
+// ring, shuffle-sharded tenant rings included, with Options.SectionsPerNode
+// points per endpoint, placing series as NewRing with the same options and
+// as the Thanos reference with that many sections; and with
+// DefaultSectionsPerNode when it is zero.
+func TestHashringsSectionsPerNode(t *testing.T) {
+	var eps []Endpoint
+	for i := range 6 {
+		eps = append(eps, Endpoint{Address: "node-" + strconv.Itoa(i), Zone: "az-" + strconv.Itoa(i%3)})
+	}
+	cfg := []Config{
+		{Tenants: []string{"plain"}, Endpoints: eps, Algorithm: AlgorithmKetama},
+		{Endpoints: eps, Algorithm: AlgorithmKetama, ShuffleSharding: ShuffleShardingConfig{ShardSize: 3}},
+	}
+	for _, c := range []struct {
+		name     string
+		sections int
+		want     int
+	}{
+		{"default", 0, DefaultSectionsPerNode},
+		{"ten", 10, 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := Options{ReplicationFactor: 2, SectionsPerNode: c.sections}
+			h, err := NewHashrings(cfg, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tenant := range []string{"plain", "sharded"} {
+				r, err := h.Ring(tenant)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for range r.Sections() {
+					n++
+				}
+				if n != r.Len()*c.want {
+					t.Fatalf("Ring(%s) has %d points for %d endpoints, want %d each", tenant, n, r.Len(), c.want)
+				}
+			}
+			r, _ := h.Ring("plain")
+			ko := Options{Algorithm: AlgorithmKetama, ReplicationFactor: 2, SectionsPerNode: c.sections}
+			direct := mustRing(t, eps, ko)
+			ref := mustThanos(t, eps, ko)
+			for _, hash := range ringMovementSeries(500) {
+				got := ringAddrs(r, hash)
+				if want := ringAddrs(direct, hash); !slices.Equal(got, want) {
+					t.Fatalf("Ring(plain).Replicas(%#x) = %v, want NewRing's %v", hash, got, want)
+				}
+				for n, addr := range got {
+					want, err := ref.getNHash(hash, uint64(n))
+					if err != nil || addr != want {
+						t.Fatalf("Ring(plain) replica %d of %#x = %s, want Thanos's %s (%v)", n, hash, addr, want, err)
+					}
+				}
+			}
+		})
+	}
+}

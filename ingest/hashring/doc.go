@@ -10,12 +10,13 @@
 // same value in its decoding pass (Series.ThanosHash), with no second pass
 // over the labels.
 //
-// The names are Thanos's, without its package's "Hashring" prefix:
-// [Endpoint], [Algorithm] with [AlgorithmHashmod] and [AlgorithmKetama],
-// [Config] for one hashring of the file (Thanos's HashringConfig),
-// [ShuffleShardingConfig], [ParseConfig]; [Hashrings] is what Thanos builds
-// from the whole file (its multiHashring), and [Options] holds the settings
-// Thanos takes from its flags.
+// The names are those of Thanos receive, with the package name standing in
+// for its "Hashring" prefix: [Endpoint]; [Algorithm] (HashringAlgorithm)
+// with [AlgorithmHashmod] and [AlgorithmKetama]; [Config] (HashringConfig)
+// for one hashring of the file, read by [ParseConfig]; and
+// [ShuffleShardingConfig]. [Hashrings] is what Thanos builds from the whole
+// file (its multiHashring), and [Options] holds the settings Thanos takes
+// from its flags.
 //
 // Concurrency: a [Ring] and a [Hashrings] are immutable once built (but for
 // the cache of shuffle-sharded rings, which guards itself) and safe for

@@ -434,7 +434,8 @@ func (s *Series) Hash() uint64 {
 // tenant given to [Decoder.SetTenant]: xxhash over "tenant 0xff name 0xff
 // value 0xff ..." of the series' labels sorted by name, the same in every
 // labels build, computed in the same pass as [Series.Hash]. It is what
-// [Ring.Replicas] takes. It equals [Series.ThanosHash] unless the request
+// the Replicas method of a hashring.Ring takes, the value
+// hashring.Hash gives for the series' labels. It equals [Series.ThanosHash] unless the request
 // holds the series' labels out of order. It panics if the Decoder was
 // given no tenant, and returns 0 for a series with an error ([Series.Err]).
 //

@@ -7,12 +7,31 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cespare/xxhash/v2"
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/ingestkit/ingestkit/internal/bytestr"
 )
+
+// thanosLabel is a label as Thanos receive holds it (labelpb.ZLabel), in
+// the order of the request.
+type thanosLabel struct{ Name, Value string }
+
+// thanosHash is Thanos's labelpb.HashWithPrefix(tenant, ls): xxhash64 of
+// "tenant 0xff name 0xff value 0xff ..." in the order given, written out
+// byte by byte as an oracle independent of internal/labelhash.
+func thanosHash(tenant string, ls []thanosLabel) uint64 {
+	b := append([]byte(tenant), 0xff)
+	for _, l := range ls {
+		b = append(b, l.Name...)
+		b = append(b, 0xff)
+		b = append(b, l.Value...)
+		b = append(b, 0xff)
+	}
+	return xxhash.Sum64(b)
+}
 
 // decThanosRequests returns series as a 1.0 and a 2.0 request, each series'
 // labels in the order given.

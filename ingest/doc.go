@@ -7,14 +7,14 @@
 // that its labels are neither hashed again, nor copied, nor looked up in
 // the head. Only a new series has its labels built, once. The same hash
 // feeds an active-series tracker ([Tracker], exported to Prometheus with
-// Mimir's metric names by [TrackerCollector]) and, with the tenant, a
-// Thanos-compatible hashring ([Ring]), with the tenant routing and shuffle
-// sharding of a Thanos hashrings file ([Hashrings]). Everything takes and returns
+// Mimir's metric names by [TrackerCollector]) and, with the tenant, the
+// routing hash of a Thanos hashring ([Series.ThanosHash], which package
+// ingest/hashring's Ring takes). Everything takes and returns
 // Prometheus's own types: storage.AppenderV2 and storage.Appender,
 // labels.Labels, storage.SeriesRef, histogram and exemplar values, and
 // Prometheus's error values pass through unchanged.
 //
-// Concurrency: [Cache], [Tracker], [Ring], [Hashrings] and [BodyReader]
+// Concurrency: [Cache], [Tracker] and [BodyReader]
 // are safe for concurrent use and meant to be shared (one cache per TSDB or
 // tenant: an appender binds its cache to the storage it opens its
 // transaction on, and a cache given another storage starts empty); a
@@ -26,7 +26,7 @@
 // exemplars are allocated because the TSDB keeps them.
 //
 // BenchmarkAppend, BenchmarkDecode, BenchmarkReadBody,
-// BenchmarkTrackerUpdate, BenchmarkTrackerPurge and BenchmarkRing compare
+// BenchmarkTrackerUpdate and BenchmarkTrackerPurge compare
 // each block with the Prometheus, Thanos and standard-library code it
 // replaces.
 package ingest

@@ -98,8 +98,11 @@ func (b *Builder) TenantHash() uint64 {
 // for the tenant given to [Builder.ResetTenant]. Thanos hashes the labels in
 // the order the request holds them, unsorted if they are; when the pairs
 // were added sorted by name (remote write requires it) it equals
-// [Builder.TenantHash]. It is computed in the same pass as [Builder.Hash].
-// It panics if the Builder was not reset with a tenant.
+// [Builder.TenantHash]. It is computed in the same pass as [Builder.Hash];
+// it is the value that Hash of package ingest/hashring gives the built
+// labels, and what that package's Ring takes, for a caller that decodes its
+// own pairs and wants no second pass. It panics if the Builder was not
+// reset with a tenant.
 //
 // ThanosHash makes no allocation.
 func (b *Builder) ThanosHash() uint64 {

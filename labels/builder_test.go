@@ -261,7 +261,6 @@ func TestBuilderAllocs(t *testing.T) {
 		{"Equal", 0, func() { _ = b.Equal(ls) }},
 		{"Labels", labelsAllocs, func() { fill(); _ = b.Labels() }},
 		{"FromLabels", 0, func() { _ = FromLabels(ls) }},
-		{"TenantHash", 0, func() { _ = TenantHash("t", ls) }},
 	} {
 		if got := testing.AllocsPerRun(200, tc.f); got != tc.want {
 			t.Errorf("%s: AllocsPerRun = %v, want %v", tc.name, got, tc.want)

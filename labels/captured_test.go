@@ -221,9 +221,6 @@ func TestBuilderCaptured(t *testing.T) {
 						if got := b.TenantHash(); got != want {
 							t.Errorf("%s %s: Builder.TenantHash() = %#x, want %#x (%s)", set.what, mode.name, got, want, set.want)
 						}
-						if got := TenantHash(capturedTenant, set.want); got != want {
-							t.Errorf("%s: TenantHash(%q, %s) = %#x, want %#x", set.what, capturedTenant, set.want, got, want)
-						}
 					}
 					h := b.Labels()
 					if got := h.Labels(); !labels.Equal(got, set.want) {

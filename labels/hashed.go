@@ -2,8 +2,6 @@ package labels
 
 import (
 	"github.com/prometheus/prometheus/model/labels"
-
-	"github.com/ingestkit/ingestkit/internal/labelhash"
 )
 
 // Hashed is a [labels.Labels] together with its [labels.Labels.Hash], computed
@@ -35,21 +33,3 @@ func (h Hashed) Hash() uint64 { return h.xhash ^ emptyHash }
 // emptyHash is the hash of the empty label set: xxhash of no bytes, the same
 // in every labels build (TestEmptyHash checks it).
 const emptyHash = 0xef46db3751d8e999
-
-// TenantHash returns the hash that the Thanos receive hashring routes a series
-// by: xxhash over "tenant 0xff name 0xff value 0xff ..." of the labels in
-// the order ls holds them, sorted by name in any labels.Labels built by
-// Prometheus, the same in every labels build. Thanos hashes the labels in
-// the order of the request instead (labelpb.HashWithPrefix), so the two
-// differ for a request whose labels are not sorted by name, which remote
-// write forbids; [Builder.ThanosHash] gives Thanos's hash in request order.
-// Unlike [Hashed.Hash] it is computed on each call; a receiver that decodes
-// pairs gets it for free from [Builder.TenantHash].
-//
-// TenantHash makes no allocation.
-func TenantHash(tenant string, ls labels.Labels) uint64 {
-	var h labelhash.TenantHasher
-	h.Reset(tenant)
-	ls.Range(func(l labels.Label) { h.WriteString(l.Name, l.Value) })
-	return h.TenantSum64()
-}

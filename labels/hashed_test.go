@@ -32,8 +32,5 @@ func TestFromLabels(t *testing.T) {
 		if !labels.Equal(h.Labels(), ls) {
 			t.Errorf("FromLabels(%s).Labels() = %s", ls, h.Labels())
 		}
-		if got, want := TenantHash("team-a", ls), thanosTenantHash("team-a", ls); got != want {
-			t.Errorf("TenantHash(team-a, %s) = %#x, want %#x", ls, got, want)
-		}
 	}
 }

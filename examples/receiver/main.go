@@ -24,7 +24,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/exemplars"
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/hashring"
 )
 
 // config is the command line.
@@ -191,19 +191,19 @@ func exemplarStore(c config) (*exemplars.Ring, int64, error) {
 }
 
 // newRing builds the hashring of -peers, or returns nil without peers.
-func newRing(c config) (*ingest.Ring, error) {
+func newRing(c config) (*hashring.Ring, error) {
 	if c.peers == "" {
 		return nil, nil
 	}
-	var eps []ingest.Endpoint
+	var eps []hashring.Endpoint
 	for p := range strings.SplitSeq(c.peers, ",") {
-		eps = append(eps, ingest.Endpoint{Address: strings.TrimSpace(p)})
+		eps = append(eps, hashring.Endpoint{Address: strings.TrimSpace(p)})
 	}
-	return ingest.NewRing(eps, ingest.RingOptions{Algorithm: ingest.RingAlgorithm(c.ringAlgorithm), ReplicationFactor: c.replication})
+	return hashring.NewRing(eps, hashring.Options{Algorithm: hashring.Algorithm(c.ringAlgorithm), ReplicationFactor: c.replication})
 }
 
 // receiverOptions are the Receiver's options from the command line.
-func receiverOptions(c config, ring *ingest.Ring, ex *exemplars.Ring, logger *slog.Logger) Options {
+func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring, logger *slog.Logger) Options {
 	var xa ExemplarStore
 	if ex != nil {
 		xa = RingExemplars{ex}

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/hashring"
 	"github.com/ingestkit/ingestkit/labels"
 )
 
@@ -129,7 +130,7 @@ type Options struct {
 	// [Stats] counts per endpoint. The receiver does not forward anything:
 	// it reports where a Thanos receive hashring of these endpoints would
 	// route each series.
-	Ring *ingest.Ring
+	Ring *hashring.Ring
 	// Tenant is the tenant the ring hashes series with.
 	Tenant string
 
@@ -215,7 +216,7 @@ func (tsdbExemplars) Rollback() {}
 // [ingest.Appender] that finds series the TSDB holds in an [ingest.Cache] by
 // that hash, a [labels.Table] that interns the strings of new series (in
 // the slicelabels build), an [ingest.Tracker] of active series, and
-// optionally an [ingest.Ring] that reports owners.
+// optionally a [hashring.Ring] that reports owners.
 //
 // It answers every request as Prometheus's remote.NewWriteHandler does
 // (status, error kinds, 2.0 response headers, what is written), which
@@ -228,7 +229,7 @@ type Receiver struct {
 	body      *ingest.BodyReader
 	cache     *ingest.Cache
 	tracker   *ingest.Tracker
-	ring      *ingest.Ring
+	ring      *hashring.Ring
 	tenant    string
 	exemplars ExemplarStore
 	logger    *slog.Logger

@@ -15,8 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/ingestkit/ingestkit/ingest"
-	iklabels "github.com/ingestkit/ingestkit/labels"
+	"github.com/ingestkit/ingestkit/ingest/hashring"
 )
 
 func TestParseContentType(t *testing.T) {
@@ -70,8 +69,8 @@ func TestSeriesString(t *testing.T) {
 // TestRingOwners checks that every series received is counted once per
 // replica, on the endpoints the ring places it on.
 func TestRingOwners(t *testing.T) {
-	eps := []ingest.Endpoint{{Address: "r1:10901"}, {Address: "r2:10901"}, {Address: "r3:10901"}}
-	ring, err := ingest.NewRing(eps, ingest.RingOptions{Algorithm: ingest.RingKetama, ReplicationFactor: 2})
+	eps := []hashring.Endpoint{{Address: "r1:10901"}, {Address: "r2:10901"}, {Address: "r3:10901"}}
+	ring, err := hashring.NewRing(eps, hashring.Options{Algorithm: hashring.AlgorithmKetama, ReplicationFactor: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +82,7 @@ func TestRingOwners(t *testing.T) {
 	series := typicalSeries(300, "")
 	want := map[string]int64{}
 	for _, ls := range series {
-		for _, i := range ring.Replicas(iklabels.TenantHash("team-a", ls), nil) {
+		for _, i := range ring.Replicas(hashring.Hash("team-a", ls), nil) {
 			want[ring.Endpoint(i).Address]++
 		}
 	}

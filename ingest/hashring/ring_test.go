@@ -1,4 +1,4 @@
-package ingest
+package hashring
 
 import (
 	"errors"
@@ -178,7 +178,7 @@ func ringEndpoints(addrs ...string) []Endpoint {
 	return eps
 }
 
-func mustRing(t testing.TB, eps []Endpoint, opts RingOptions) *Ring {
+func mustRing(t testing.TB, eps []Endpoint, opts Options) *Ring {
 	t.Helper()
 	r, err := NewRing(eps, opts)
 	if err != nil {
@@ -187,11 +187,11 @@ func mustRing(t testing.TB, eps []Endpoint, opts RingOptions) *Ring {
 	return r
 }
 
-func mustThanos(t testing.TB, eps []Endpoint, opts RingOptions) *thanosRing {
+func mustThanos(t testing.TB, eps []Endpoint, opts Options) *thanosRing {
 	t.Helper()
 	var tr *thanosRing
 	var err error
-	if opts.Algorithm == RingKetama {
+	if opts.Algorithm == AlgorithmKetama {
 		sections := opts.SectionsPerNode
 		if sections == 0 {
 			sections = DefaultSectionsPerNode
@@ -230,7 +230,7 @@ func TestRingThanosUpstreamVectors(t *testing.T) {
 		{"different series", ringEndpoints("node-1", "node-2", "node-3"), []thanosLabel{{"pod", "thanos"}}, 0, "node-3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := RingOptions{Algorithm: RingKetama, ReplicationFactor: tc.n + 1, SectionsPerNode: 10}
+			opts := Options{Algorithm: AlgorithmKetama, ReplicationFactor: tc.n + 1, SectionsPerNode: 10}
 			r := mustRing(t, tc.endpoints, opts)
 			h := ringTenantHash("tenant", tc.series)
 			if got := ringAddrs(r, h)[tc.n]; got != tc.want {
@@ -281,23 +281,23 @@ func TestRingGolden(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		endpoints []Endpoint
-		opts      RingOptions
+		opts      Options
 		want      []string
 	}{
-		{"hashmod/rf=1", five, RingOptions{}, []string{"recv-4:10901"}},
-		{"hashmod/rf=3", five, RingOptions{Algorithm: RingHashmod, ReplicationFactor: 3},
+		{"hashmod/rf=1", five, Options{}, []string{"recv-4:10901"}},
+		{"hashmod/rf=3", five, Options{Algorithm: AlgorithmHashmod, ReplicationFactor: 3},
 			[]string{"recv-4:10901", "recv-0:10901", "recv-1:10901"}},
 		{"hashmod/rf=3/seven", append(slices.Clone(five), Endpoint{Address: "recv-5:10901"}, Endpoint{Address: "recv-6:10901"}),
-			RingOptions{ReplicationFactor: 3}, []string{"recv-4:10901", "recv-5:10901", "recv-6:10901"}},
-		{"ketama/rf=1", five, RingOptions{Algorithm: RingKetama}, []string{"recv-2:10901"}},
-		{"ketama/rf=3", five, RingOptions{Algorithm: RingKetama, ReplicationFactor: 3}, []string{"recv-2:10901", "recv-1:10901", "recv-3:10901"}},
-		{"ketama/rf=5", five, RingOptions{Algorithm: RingKetama, ReplicationFactor: 5},
+			Options{ReplicationFactor: 3}, []string{"recv-4:10901", "recv-5:10901", "recv-6:10901"}},
+		{"ketama/rf=1", five, Options{Algorithm: AlgorithmKetama}, []string{"recv-2:10901"}},
+		{"ketama/rf=3", five, Options{Algorithm: AlgorithmKetama, ReplicationFactor: 3}, []string{"recv-2:10901", "recv-1:10901", "recv-3:10901"}},
+		{"ketama/rf=5", five, Options{Algorithm: AlgorithmKetama, ReplicationFactor: 5},
 			[]string{"recv-2:10901", "recv-1:10901", "recv-3:10901", "recv-0:10901", "recv-4:10901"}},
-		{"ketama/zones=3/rf=3", zoned, RingOptions{Algorithm: RingKetama, ReplicationFactor: 3},
+		{"ketama/zones=3/rf=3", zoned, Options{Algorithm: AlgorithmKetama, ReplicationFactor: 3},
 			[]string{"recv-c0:10901", "recv-a1:10901", "recv-b0:10901"}},
-		{"ketama/zones=3/rf=5", zoned, RingOptions{Algorithm: RingKetama, ReplicationFactor: 5},
+		{"ketama/zones=3/rf=5", zoned, Options{Algorithm: AlgorithmKetama, ReplicationFactor: 5},
 			[]string{"recv-c0:10901", "recv-a1:10901", "recv-b0:10901", "recv-b1:10901", "recv-a0:10901"}},
-		{"ketama/zones=2/rf=3", zoned[:4], RingOptions{Algorithm: RingKetama, ReplicationFactor: 3},
+		{"ketama/zones=2/rf=3", zoned[:4], Options{Algorithm: AlgorithmKetama, ReplicationFactor: 3},
 			[]string{"recv-a1:10901", "recv-b0:10901", "recv-b1:10901"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -322,7 +322,7 @@ func TestRingGolden(t *testing.T) {
 // 2^64-1, then 0 again for the wrapped 0.
 func TestRingHashmodWrap(t *testing.T) {
 	eps := ringEndpoints("a", "b", "c", "d")
-	ref := mustThanos(t, eps[:3], RingOptions{})
+	ref := mustThanos(t, eps[:3], Options{})
 	for _, tc := range []struct {
 		n, rf int
 		hash  uint64
@@ -336,7 +336,7 @@ func TestRingHashmodWrap(t *testing.T) {
 		{4, 3, 0, []int{0, 1, 2}},
 		{3, 3, 5, []int{2, 0, 1}},
 	} {
-		r := mustRing(t, eps[:tc.n], RingOptions{ReplicationFactor: tc.rf})
+		r := mustRing(t, eps[:tc.n], Options{ReplicationFactor: tc.rf})
 		if got := r.Replicas(tc.hash, nil); !slices.Equal(got, tc.want) {
 			t.Errorf("N=%d: Replicas(%#x) = %v, want %v", tc.n, tc.hash, got, tc.want)
 		}
@@ -378,22 +378,22 @@ func TestRingDifferential(t *testing.T) {
 	}
 	hangs, checked := 0, 0
 	for i := range rings {
-		algo := RingKetama
+		algo := AlgorithmKetama
 		if i%4 == 0 {
-			algo = RingHashmod
+			algo = AlgorithmHashmod
 		}
 		zones := 0
-		if algo == RingKetama {
+		if algo == AlgorithmKetama {
 			zones = rng.IntN(6)
 		}
 		eps := ringRandEndpoints(rng, 1+rng.IntN(12), zones)
 		rf := 1 + rng.IntN(len(eps))
-		if algo == RingHashmod {
+		if algo == AlgorithmHashmod {
 			// Thanos builds hashmod rings smaller than their replication
 			// factor.
 			rf = 1 + rng.IntN(len(eps)+2)
 		}
-		opts := RingOptions{
+		opts := Options{
 			Algorithm:         algo,
 			ReplicationFactor: rf,
 			SectionsPerNode:   []int{1, 2, 3, 10, 50, 200, 1000}[rng.IntN(7)],
@@ -401,7 +401,7 @@ func TestRingDifferential(t *testing.T) {
 		r, err := NewRing(eps, opts)
 		var ref *thanosRing
 		var refErr error
-		if algo == RingKetama {
+		if algo == AlgorithmKetama {
 			ref, refErr = newThanosKetama(eps, opts.SectionsPerNode, uint64(opts.ReplicationFactor))
 		} else {
 			ref, refErr = newThanosHashmod(eps)
@@ -460,20 +460,20 @@ func TestRingDifferential(t *testing.T) {
 // endpoints are ordered, on every call.
 func TestRingStable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
-	for _, opts := range []RingOptions{
-		{Algorithm: RingHashmod, ReplicationFactor: 3},
-		{Algorithm: RingKetama, ReplicationFactor: 3},
-		{Algorithm: RingKetama, ReplicationFactor: 4, SectionsPerNode: 7},
+	for _, opts := range []Options{
+		{Algorithm: AlgorithmHashmod, ReplicationFactor: 3},
+		{Algorithm: AlgorithmKetama, ReplicationFactor: 3},
+		{Algorithm: AlgorithmKetama, ReplicationFactor: 4, SectionsPerNode: 7},
 	} {
 		t.Run(string(opts.Algorithm), func(t *testing.T) {
 			zones := 0
-			if opts.Algorithm == RingKetama {
+			if opts.Algorithm == AlgorithmKetama {
 				zones = 4
 			}
 			var eps []Endpoint
 			for len(eps) < 8 {
 				eps = ringRandEndpoints(rng, 9, zones)
-				if opts.Algorithm == RingKetama {
+				if opts.Algorithm == AlgorithmKetama {
 					if _, err := NewRing(eps, opts); err != nil {
 						eps = nil
 					}
@@ -527,8 +527,8 @@ func TestRingKetamaMovement(t *testing.T) {
 			}
 			added := eps[n].Address
 			for _, rf := range []int{1, 3} {
-				before := mustRing(t, eps[:n], RingOptions{Algorithm: RingKetama, ReplicationFactor: rf})
-				after := mustRing(t, eps, RingOptions{Algorithm: RingKetama, ReplicationFactor: rf})
+				before := mustRing(t, eps[:n], Options{Algorithm: AlgorithmKetama, ReplicationFactor: rf})
+				after := mustRing(t, eps, Options{Algorithm: AlgorithmKetama, ReplicationFactor: rf})
 				moved := 0
 				var ra, rb []int
 				for _, h := range hashes {
@@ -579,8 +579,8 @@ func TestRingKetamaZoneGrowth(t *testing.T) {
 		{[]Endpoint{ep("a", "1"), ep("b", "2"), ep("c", "3")}, []Endpoint{ep("a", "1"), ep("b", "2"), ep("c", "3"), ep("d", "4"), ep("e", "5"), ep("f", "6")}, 2},
 		{[]Endpoint{ep("a", "1"), ep("c", "2"), ep("f", "3")}, []Endpoint{ep("a", "1"), ep("b", "1"), ep("c", "2"), ep("d", "2"), ep("f", "3")}, 2},
 	} {
-		before := mustRing(t, tc.initial, RingOptions{Algorithm: RingKetama, ReplicationFactor: tc.rf})
-		after := mustRing(t, tc.resized, RingOptions{Algorithm: RingKetama, ReplicationFactor: tc.rf})
+		before := mustRing(t, tc.initial, Options{Algorithm: AlgorithmKetama, ReplicationFactor: tc.rf})
+		after := mustRing(t, tc.resized, Options{Algorithm: AlgorithmKetama, ReplicationFactor: tc.rf})
 		for _, h := range hashes {
 			old := map[string]bool{}
 			for _, e := range before.Replicas(h, nil) {
@@ -631,7 +631,7 @@ func TestRingZones(t *testing.T) {
 		{"empty zone of 1 and one zone of 3", append(ringEndpoints("u1"), zoned(3)...), 4, ErrZoneCapacity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := RingOptions{Algorithm: RingKetama, ReplicationFactor: tc.rf, SectionsPerNode: 100}
+			opts := Options{Algorithm: AlgorithmKetama, ReplicationFactor: tc.rf, SectionsPerNode: 100}
 			r, err := NewRing(tc.eps, opts)
 			_, refErr := newThanosKetama(tc.eps, opts.SectionsPerNode, uint64(tc.rf))
 			if tc.wantErr != nil {
@@ -671,17 +671,17 @@ func TestRingErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		eps  []Endpoint
-		opts RingOptions
+		opts Options
 		want error
 	}{
-		{"no endpoints ketama", nil, RingOptions{Algorithm: RingKetama}, ErrNotEnoughNodes},
-		{"rf above endpoints ketama", ringEndpoints("a", "b"), RingOptions{Algorithm: RingKetama, ReplicationFactor: 3}, ErrNotEnoughNodes},
-		{"hashmod with zones", []Endpoint{{Address: "a", Zone: "z"}}, RingOptions{}, ErrZonesHashmod},
-		{"repeated address", ringEndpoints("a", "b", "a"), RingOptions{Algorithm: RingKetama}, ErrBadEndpoint},
-		{"repeated address other zone", []Endpoint{{Address: "a", Zone: "1"}, {Address: "a", Zone: "2"}}, RingOptions{Algorithm: RingKetama}, ErrBadEndpoint},
-		{"empty address", ringEndpoints("a", ""), RingOptions{}, ErrBadEndpoint},
-		{"unknown algorithm", ringEndpoints("a"), RingOptions{Algorithm: "ketama2"}, ErrUnknownAlgorithm},
-		{"uneven zones", []Endpoint{{Address: "a", Zone: "1"}, {Address: "b", Zone: "2"}, {Address: "c", Zone: "2"}, {Address: "d", Zone: "2"}}, RingOptions{Algorithm: RingKetama, ReplicationFactor: 4}, ErrZoneCapacity},
+		{"no endpoints ketama", nil, Options{Algorithm: AlgorithmKetama}, ErrNotEnoughNodes},
+		{"rf above endpoints ketama", ringEndpoints("a", "b"), Options{Algorithm: AlgorithmKetama, ReplicationFactor: 3}, ErrNotEnoughNodes},
+		{"hashmod with zones", []Endpoint{{Address: "a", Zone: "z"}}, Options{}, ErrZonesHashmod},
+		{"repeated address", ringEndpoints("a", "b", "a"), Options{Algorithm: AlgorithmKetama}, ErrBadEndpoint},
+		{"repeated address other zone", []Endpoint{{Address: "a", Zone: "1"}, {Address: "a", Zone: "2"}}, Options{Algorithm: AlgorithmKetama}, ErrBadEndpoint},
+		{"empty address", ringEndpoints("a", ""), Options{}, ErrBadEndpoint},
+		{"unknown algorithm", ringEndpoints("a"), Options{Algorithm: "ketama2"}, ErrUnknownAlgorithm},
+		{"uneven zones", []Endpoint{{Address: "a", Zone: "1"}, {Address: "b", Zone: "2"}, {Address: "c", Zone: "2"}, {Address: "d", Zone: "2"}}, Options{Algorithm: AlgorithmKetama, ReplicationFactor: 4}, ErrZoneCapacity},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, err := NewRing(tc.eps, tc.opts)
@@ -690,7 +690,7 @@ func TestRingErrors(t *testing.T) {
 			}
 		})
 	}
-	for _, opts := range []RingOptions{{ReplicationFactor: -1}, {SectionsPerNode: -1}} {
+	for _, opts := range []Options{{ReplicationFactor: -1}, {SectionsPerNode: -1}} {
 		func() {
 			defer func() {
 				if recover() == nil {
@@ -722,8 +722,8 @@ func TestRingHashmodSmall(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("endpoints=%d/rf=%d", tc.n, tc.rf), func(t *testing.T) {
 			eps := ringEndpoints("a", "b", "c")[:tc.n]
-			r := mustRing(t, eps, RingOptions{ReplicationFactor: tc.rf})
-			ref := mustThanos(t, eps, RingOptions{})
+			r := mustRing(t, eps, Options{ReplicationFactor: tc.rf})
+			ref := mustThanos(t, eps, Options{})
 			if got := r.Replicas(tc.hash, nil); !slices.Equal(got, tc.want) {
 				t.Errorf("Replicas(%d) = %v, want %v", tc.hash, got, tc.want)
 			}
@@ -754,8 +754,8 @@ func TestRingBoundaries(t *testing.T) {
 	if got := zero.Replicas(42, []int{7}); !slices.Equal(got, []int{7}) || zero.Len() != 0 || zero.ReplicationFactor() != 0 {
 		t.Errorf("zero Ring: Replicas = %v, Len = %d, ReplicationFactor = %d, want [7], 0, 0", got, zero.Len(), zero.ReplicationFactor())
 	}
-	for _, algo := range []RingAlgorithm{RingHashmod, RingKetama} {
-		one := mustRing(t, ringEndpoints("only"), RingOptions{Algorithm: algo})
+	for _, algo := range []Algorithm{AlgorithmHashmod, AlgorithmKetama} {
+		one := mustRing(t, ringEndpoints("only"), Options{Algorithm: algo})
 		for _, h := range []uint64{0, 1, math.MaxUint64} {
 			if got := one.Replicas(h, nil); !slices.Equal(got, []int{0}) {
 				t.Errorf("%s, one endpoint: Replicas(%#x) = %v, want [0]", algo, h, got)
@@ -763,12 +763,12 @@ func TestRingBoundaries(t *testing.T) {
 		}
 		for _, spn := range []int{1, 2, 1000} {
 			eps := ringEndpoints("a", "b", "c", "d", "e")
-			r := mustRing(t, eps, RingOptions{Algorithm: algo, ReplicationFactor: 5, SectionsPerNode: spn})
-			ref := mustThanos(t, eps, RingOptions{Algorithm: algo, ReplicationFactor: 5, SectionsPerNode: spn})
+			r := mustRing(t, eps, Options{Algorithm: algo, ReplicationFactor: 5, SectionsPerNode: spn})
+			ref := mustThanos(t, eps, Options{Algorithm: algo, ReplicationFactor: 5, SectionsPerNode: spn})
 			for _, h := range []uint64{0, 1, 1 << 63, math.MaxUint64} {
 				got := r.Replicas(h, nil)
 				sorted := slices.Sorted(slices.Values(got))
-				if algo == RingKetama && !slices.Equal(sorted, []int{0, 1, 2, 3, 4}) {
+				if algo == AlgorithmKetama && !slices.Equal(sorted, []int{0, 1, 2, 3, 4}) {
 					t.Errorf("%s, spn=%d: Replicas(%#x) = %v, want every endpoint once", algo, spn, h, got)
 				}
 				for n, e := range got {
@@ -786,8 +786,8 @@ func TestRingBoundaries(t *testing.T) {
 func TestRingReplicasAllocs(t *testing.T) {
 	eps := ringEndpoints("a", "b", "c", "d", "e", "f")
 	hashes := ringMovementSeries(64)
-	for _, algo := range []RingAlgorithm{RingHashmod, RingKetama} {
-		r := mustRing(t, eps, RingOptions{Algorithm: algo, ReplicationFactor: 3})
+	for _, algo := range []Algorithm{AlgorithmHashmod, AlgorithmKetama} {
+		r := mustRing(t, eps, Options{Algorithm: algo, ReplicationFactor: 3})
 		dst := make([]int, 0, 3)
 		i := 0
 		allocs := testing.AllocsPerRun(1000, func() {
@@ -808,7 +808,7 @@ func TestRingReplicasAllocs(t *testing.T) {
 // point, in order, with its endpoint; none for hashmod; and Algorithm.
 func TestRingSections(t *testing.T) {
 	eps := ringEndpoints("c", "a", "d", "b")
-	opts := RingOptions{Algorithm: RingKetama, ReplicationFactor: 2, SectionsPerNode: 50}
+	opts := Options{Algorithm: AlgorithmKetama, ReplicationFactor: 2, SectionsPerNode: 50}
 	r := mustRing(t, eps, opts)
 	ref := mustThanos(t, eps, opts)
 	i := 0
@@ -825,11 +825,11 @@ func TestRingSections(t *testing.T) {
 	for range r.Sections() {
 		break // stopping early must not panic
 	}
-	h := mustRing(t, eps, RingOptions{})
+	h := mustRing(t, eps, Options{})
 	for range h.Sections() {
 		t.Fatal("hashmod ring has sections")
 	}
-	if r.Algorithm() != RingKetama || h.Algorithm() != RingHashmod {
+	if r.Algorithm() != AlgorithmKetama || h.Algorithm() != AlgorithmHashmod {
 		t.Errorf("Algorithm() = %s, %s, want ketama, hashmod", r.Algorithm(), h.Algorithm())
 	}
 }

@@ -1,4 +1,4 @@
-package ingest
+package hashring
 
 import (
 	"encoding/json"
@@ -23,16 +23,16 @@ func TestParseHashrings(t *testing.T) {
 	     "overrides": [{"shard_size": 1, "tenants": ["t-big"], "tenant_matcher_type": "exact"}]}},
 	  {"endpoints": ["recv-4"]}
 	]`
-	cfg, err := ParseHashrings([]byte(file))
+	cfg, err := ParseConfig([]byte(file))
 	if err != nil {
-		t.Fatalf("ParseHashrings: %v", err)
+		t.Fatalf("ParseConfig: %v", err)
 	}
-	want := []HashringConfig{
-		{Name: "team-a", Tenants: []string{"a", "b"}, Algorithm: RingKetama, Endpoints: []Endpoint{
+	want := []Config{
+		{Name: "team-a", Tenants: []string{"a", "b"}, Algorithm: AlgorithmKetama, Endpoints: []Endpoint{
 			{Address: "recv-0:10901", CapNProtoAddress: "recv-0:19391"},
 			{Address: "recv-1:10901", Zone: "z1", CapNProtoAddress: "recv-1:7000"},
 		}},
-		{Name: "globs", Tenants: []string{"t-*"}, TenantMatcher: TenantMatchGlob, Algorithm: RingKetama,
+		{Name: "globs", Tenants: []string{"t-*"}, TenantMatcher: TenantMatchGlob, Algorithm: AlgorithmKetama,
 			Endpoints: []Endpoint{
 				{Address: "recv-2:10901", Zone: "z1", CapNProtoAddress: "recv-2:19391"},
 				{Address: "recv-3:10901", Zone: "z2", CapNProtoAddress: "recv-3:19391"},
@@ -43,7 +43,7 @@ func TestParseHashrings(t *testing.T) {
 		{Endpoints: []Endpoint{{Address: "recv-4", CapNProtoAddress: "recv-4:19391"}}},
 	}
 	if len(cfg) != len(want) {
-		t.Fatalf("ParseHashrings = %d hashrings, want %d", len(cfg), len(want))
+		t.Fatalf("ParseConfig = %d hashrings, want %d", len(cfg), len(want))
 	}
 	for i := range want {
 		g, w := cfg[i], want[i]
@@ -56,7 +56,7 @@ func TestParseHashrings(t *testing.T) {
 		}
 	}
 	// One replica: the override's shards of one endpoint hold it.
-	h, err := NewHashrings(cfg, HashringsOptions{ReplicationFactor: 1})
+	h, err := NewHashrings(cfg, Options{ReplicationFactor: 1})
 	if err != nil {
 		t.Fatalf("NewHashrings: %v", err)
 	}
@@ -90,9 +90,9 @@ func TestParseHashrings(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Marshal: %v", err)
 	}
-	again, err := ParseHashrings(out)
+	again, err := ParseConfig(out)
 	if err != nil || !reflect.DeepEqual(again, cfg) {
-		t.Errorf("ParseHashrings(Marshal(cfg)) = %+v, %v, want %+v", again, err, cfg)
+		t.Errorf("ParseConfig(Marshal(cfg)) = %+v, %v, want %+v", again, err, cfg)
 	}
 	var addrs []string
 	for _, e := range h.Endpoints() {
@@ -111,10 +111,10 @@ func TestParseHashrings(t *testing.T) {
 		{"no address", `[{"endpoints": [{"az": "z"}]}]`},
 		{"endpoint of another type", `[{"endpoints": [1]}]`},
 	} {
-		if _, err := ParseHashrings([]byte(tc.file)); err == nil {
-			t.Errorf("%s: ParseHashrings(%s) = nil error, want one", tc.name, tc.file)
-		} else if tc.name != "not JSON" && tc.name != "endpoint of another type" && !errors.Is(err, ErrHashringsConfig) {
-			t.Errorf("%s: ParseHashrings(%s) = %v, want ErrHashringsConfig", tc.name, tc.file, err)
+		if _, err := ParseConfig([]byte(tc.file)); err == nil {
+			t.Errorf("%s: ParseConfig(%s) = nil error, want one", tc.name, tc.file)
+		} else if tc.name != "not JSON" && tc.name != "endpoint of another type" && !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: ParseConfig(%s) = %v, want ErrConfig", tc.name, tc.file, err)
 		}
 	}
 }
@@ -125,24 +125,24 @@ func TestNewHashringsErrors(t *testing.T) {
 	eps := ringEndpoints("a", "b", "c")
 	for _, tc := range []struct {
 		name string
-		cfg  HashringConfig
-		opts HashringsOptions
+		cfg  Config
+		opts Options
 		want error // nil: built
 	}{
-		{"unknown algorithm is hashmod", HashringConfig{Endpoints: eps, Algorithm: "ketama2"}, HashringsOptions{ReplicationFactor: 5}, nil},
-		{"unknown default algorithm", HashringConfig{Endpoints: eps}, HashringsOptions{Algorithm: "ketama2"}, ErrUnknownAlgorithm},
-		{"shuffle on hashmod", HashringConfig{Endpoints: eps, ShuffleSharding: ShuffleShardingConfig{ShardSize: 1}}, HashringsOptions{}, ErrHashringsConfig},
-		{"shuffle on unknown algorithm", HashringConfig{Endpoints: eps, Algorithm: "x", ShuffleSharding: ShuffleShardingConfig{ShardSize: 1}}, HashringsOptions{Algorithm: RingKetama}, ErrHashringsConfig},
-		{"shard above endpoints", HashringConfig{Endpoints: eps, ShuffleSharding: ShuffleShardingConfig{ShardSize: 4}}, HashringsOptions{Algorithm: RingKetama}, ErrHashringsConfig},
-		{"shard of all endpoints", HashringConfig{Endpoints: eps, ShuffleSharding: ShuffleShardingConfig{ShardSize: 3}}, HashringsOptions{Algorithm: RingKetama}, nil},
-		{"negative shard size is none", HashringConfig{Endpoints: eps, ShuffleSharding: ShuffleShardingConfig{ShardSize: -1}}, HashringsOptions{}, nil},
-		{"bad glob", HashringConfig{Endpoints: eps, Tenants: []string{"a[", "b"}, TenantMatcher: TenantMatchGlob}, HashringsOptions{}, ErrHashringsConfig},
-		{"unknown matcher", HashringConfig{Endpoints: eps, Tenants: []string{"a"}, TenantMatcher: "regex"}, HashringsOptions{}, ErrHashringsConfig},
-		{"ketama zones too uneven", HashringConfig{Endpoints: zoneEndpoints("a", "1", "b", "2", "c", "2", "d", "2"), Algorithm: RingKetama}, HashringsOptions{ReplicationFactor: 4}, ErrZoneCapacity},
-		{"hashmod without endpoints", HashringConfig{}, HashringsOptions{ReplicationFactor: 3}, nil},
+		{"unknown algorithm is hashmod", Config{Endpoints: eps, Algorithm: "ketama2"}, Options{ReplicationFactor: 5}, nil},
+		{"unknown default algorithm", Config{Endpoints: eps}, Options{Algorithm: "ketama2"}, ErrUnknownAlgorithm},
+		{"shuffle on hashmod", Config{Endpoints: eps, ShuffleSharding: ShuffleShardingConfig{ShardSize: 1}}, Options{}, ErrConfig},
+		{"shuffle on unknown algorithm", Config{Endpoints: eps, Algorithm: "x", ShuffleSharding: ShuffleShardingConfig{ShardSize: 1}}, Options{Algorithm: AlgorithmKetama}, ErrConfig},
+		{"shard above endpoints", Config{Endpoints: eps, ShuffleSharding: ShuffleShardingConfig{ShardSize: 4}}, Options{Algorithm: AlgorithmKetama}, ErrConfig},
+		{"shard of all endpoints", Config{Endpoints: eps, ShuffleSharding: ShuffleShardingConfig{ShardSize: 3}}, Options{Algorithm: AlgorithmKetama}, nil},
+		{"negative shard size is none", Config{Endpoints: eps, ShuffleSharding: ShuffleShardingConfig{ShardSize: -1}}, Options{}, nil},
+		{"bad glob", Config{Endpoints: eps, Tenants: []string{"a[", "b"}, TenantMatcher: TenantMatchGlob}, Options{}, ErrConfig},
+		{"unknown matcher", Config{Endpoints: eps, Tenants: []string{"a"}, TenantMatcher: "regex"}, Options{}, ErrConfig},
+		{"ketama zones too uneven", Config{Endpoints: zoneEndpoints("a", "1", "b", "2", "c", "2", "d", "2"), Algorithm: AlgorithmKetama}, Options{ReplicationFactor: 4}, ErrZoneCapacity},
+		{"hashmod without endpoints", Config{}, Options{ReplicationFactor: 3}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := NewHashrings([]HashringConfig{tc.cfg}, tc.opts)
+			_, err := NewHashrings([]Config{tc.cfg}, tc.opts)
 			if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
 				t.Fatalf("NewHashrings = %v, want %v", err, tc.want)
 			}
@@ -154,14 +154,14 @@ func TestNewHashringsErrors(t *testing.T) {
 // hashring wherever it stands, exact and glob matching (path.Match: "*"
 // stops at "/"), and the errors of Ring.
 func TestHashringsRouting(t *testing.T) {
-	cfg := []HashringConfig{
+	cfg := []Config{
 		{Name: "exact", Endpoints: ringEndpoints("e"), Tenants: []string{"a", "t-1"}, TenantMatcher: TenantMatchExact},
 		{Name: "glob", Endpoints: ringEndpoints("g"), Tenants: []string{"t-*", "x?", "[0-9]*"}, TenantMatcher: TenantMatchGlob},
 		{Name: "literal", Endpoints: ringEndpoints("l"), Tenants: []string{"t-*", "y/z"}},
 		{Name: "default", Endpoints: ringEndpoints("d")},
 		{Name: "after default", Endpoints: ringEndpoints("never"), Tenants: []string{"b"}},
 	}
-	h, err := NewHashrings(cfg, HashringsOptions{ReplicationFactor: 2})
+	h, err := NewHashrings(cfg, Options{ReplicationFactor: 2})
 	if err != nil {
 		t.Fatalf("NewHashrings: %v", err)
 	}
@@ -179,7 +179,7 @@ func TestHashringsRouting(t *testing.T) {
 			t.Errorf("Ring(%q).Replica(7, 1) = %v, want ErrNotEnoughNodes", tc.tenant, err)
 		}
 	}
-	h, err = NewHashrings(cfg[:2], HashringsOptions{})
+	h, err = NewHashrings(cfg[:2], Options{})
 	if err != nil {
 		t.Fatalf("NewHashrings: %v", err)
 	}
@@ -258,5 +258,66 @@ func TestHashringsShuffleCache(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestHashringsSectionsPerNode checks that NewHashrings builds every ketama
+// ring, shuffle-sharded tenant rings included, with Options.SectionsPerNode
+// points per endpoint, placing series as NewRing with the same options and
+// as the Thanos reference with that many sections; and with
+// DefaultSectionsPerNode when it is zero.
+func TestHashringsSectionsPerNode(t *testing.T) {
+	var eps []Endpoint
+	for i := range 6 {
+		eps = append(eps, Endpoint{Address: "node-" + strconv.Itoa(i), Zone: "az-" + strconv.Itoa(i%3)})
+	}
+	cfg := []Config{
+		{Tenants: []string{"plain"}, Endpoints: eps, Algorithm: AlgorithmKetama},
+		{Endpoints: eps, Algorithm: AlgorithmKetama, ShuffleSharding: ShuffleShardingConfig{ShardSize: 3}},
+	}
+	for _, c := range []struct {
+		name     string
+		sections int
+		want     int
+	}{
+		{"default", 0, DefaultSectionsPerNode},
+		{"ten", 10, 10},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			opts := Options{ReplicationFactor: 2, SectionsPerNode: c.sections}
+			h, err := NewHashrings(cfg, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tenant := range []string{"plain", "sharded"} {
+				r, err := h.Ring(tenant)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n := 0
+				for range r.Sections() {
+					n++
+				}
+				if n != r.Len()*c.want {
+					t.Fatalf("Ring(%s) has %d points for %d endpoints, want %d each", tenant, n, r.Len(), c.want)
+				}
+			}
+			r, _ := h.Ring("plain")
+			ko := Options{Algorithm: AlgorithmKetama, ReplicationFactor: 2, SectionsPerNode: c.sections}
+			direct := mustRing(t, eps, ko)
+			ref := mustThanos(t, eps, ko)
+			for _, hash := range ringMovementSeries(500) {
+				got := ringAddrs(r, hash)
+				if want := ringAddrs(direct, hash); !slices.Equal(got, want) {
+					t.Fatalf("Ring(plain).Replicas(%#x) = %v, want NewRing's %v", hash, got, want)
+				}
+				for n, addr := range got {
+					want, err := ref.getNHash(hash, uint64(n))
+					if err != nil || addr != want {
+						t.Fatalf("Ring(plain) replica %d of %#x = %s, want Thanos's %s (%v)", n, hash, addr, want, err)
+					}
+				}
+			}
+		})
 	}
 }

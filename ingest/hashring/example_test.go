@@ -1,4 +1,4 @@
-package ingest_test
+package hashring_test
 
 import (
 	"context"
@@ -8,12 +8,10 @@ import (
 	"os"
 	"strings"
 
-	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
-	"github.com/prometheus/prometheus/prompb"
-	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/hashring"
 )
 
 // A receiver in a Thanos-compatible ketama ring of six, over three zones,
@@ -22,14 +20,14 @@ import (
 // and batches the others per peer for forwarding. A Thanos receive with the
 // same hashrings file would send each series to the same three receivers.
 func ExampleRing() {
-	var endpoints []ingest.Endpoint
+	var endpoints []hashring.Endpoint
 	for i, zone := range []string{"eu-1a", "eu-1b", "eu-1c", "eu-1a", "eu-1b", "eu-1c"} {
-		endpoints = append(endpoints, ingest.Endpoint{
+		endpoints = append(endpoints, hashring.Endpoint{
 			Address: fmt.Sprintf("thanos-receive-%d.thanos-receive:10901", i),
 			Zone:    zone,
 		})
 	}
-	ring, err := ingest.NewRing(endpoints, ingest.RingOptions{Algorithm: ingest.RingKetama, ReplicationFactor: 3})
+	ring, err := hashring.NewRing(endpoints, hashring.Options{Algorithm: hashring.AlgorithmKetama, ReplicationFactor: 3})
 	if err != nil {
 		panic(err)
 	}
@@ -47,30 +45,17 @@ func ExampleRing() {
 	if err := head.Init(math.MinInt64); err != nil {
 		panic(err)
 	}
-	app := ingest.NewAppender(context.Background(), head, ingest.NewCache(ingest.CacheOptions{}), 1)
+	app := head.Appender(context.Background())
 
 	const tenant = "team-a"
-	req := &prompb.WriteRequest{}
-	for _, pod := range []string{"api-0", "api-1", "api-2", "api-3"} {
-		req.Timeseries = append(req.Timeseries, prompb.TimeSeries{
-			Labels:  []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "api"}, {Name: "pod", Value: pod}},
-			Samples: []prompb.Sample{{Value: 1, Timestamp: 1000}},
-		})
-	}
-	buf, err := req.Marshal()
-	if err != nil {
-		panic(err)
-	}
-	var d ingest.Decoder
-	d.SetTenant(tenant) // the routing hash comes from the decoding pass
-	if err := d.Reset(buf, remoteapi.WriteV1MessageType); err != nil {
-		panic(err)
-	}
 	forward := map[string]int{} // series per peer
 	replicas := make([]int, 0, ring.ReplicationFactor())
-	for d.Next() {
-		s := d.Series()
-		replicas = ring.Replicas(s.ThanosHash(), replicas[:0])
+	for _, pod := range []string{"api-0", "api-1", "api-2", "api-3"} {
+		ls := labels.FromStrings("__name__", "up", "job", "api", "pod", pod)
+		// The hash a Thanos receive routes this series by; package
+		// ingest's decoder gives the same value in its decoding pass
+		// (Series.ThanosHash).
+		replicas = ring.Replicas(hashring.Hash(tenant, ls), replicas[:0])
 		var addrs []string
 		for _, i := range replicas {
 			addr := ring.Endpoint(i).Address
@@ -79,26 +64,11 @@ func ExampleRing() {
 				forward[addr]++
 				continue
 			}
-			h, err := app.Lookup(s)
-			if err != nil {
-				continue // a 2.0 series whose references do not resolve: skip it, answer 400
-			}
-			for _, smp := range s.Samples() {
-				if err := app.Append(&h, 0, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{}); err != nil {
-					panic(err)
-				}
+			if _, err := app.Append(0, ls, 1000, 1); err != nil {
+				panic(err)
 			}
 		}
-		var pod string
-		s.RangeLabels(func(name, value string) {
-			if name == "pod" {
-				pod = value
-			}
-		})
 		fmt.Println(pod, "->", strings.Join(addrs, ", "))
-	}
-	if err := d.Err(); err != nil {
-		panic(err)
 	}
 	if err := app.Commit(); err != nil {
 		panic(err)
@@ -109,10 +79,10 @@ func ExampleRing() {
 	// Zones of one and three receivers cannot hold four replicas with no
 	// zone two ahead of the other: Thanos would never finish building this
 	// ring; NewRing refuses it.
-	_, err = ingest.NewRing([]ingest.Endpoint{
+	_, err = hashring.NewRing([]hashring.Endpoint{
 		{Address: "a", Zone: "z1"}, {Address: "b", Zone: "z2"}, {Address: "c", Zone: "z2"}, {Address: "d", Zone: "z2"},
-	}, ingest.RingOptions{Algorithm: ingest.RingKetama, ReplicationFactor: 4})
-	fmt.Println(errors.Is(err, ingest.ErrZoneCapacity))
+	}, hashring.Options{Algorithm: hashring.AlgorithmKetama, ReplicationFactor: 4})
+	fmt.Println(errors.Is(err, hashring.ErrZoneCapacity))
 	// Output:
 	// api-0 -> thanos-receive-3 (eu-1a), thanos-receive-5 (eu-1c), thanos-receive-1 (eu-1b)
 	// api-1 -> thanos-receive-4 (eu-1b), thanos-receive-3 (eu-1a), thanos-receive-5 (eu-1c)
@@ -127,7 +97,7 @@ func ExampleRing() {
 // receivers, the batch-* tenants a shuffle-sharded ketama hashring (two
 // receivers each, out of four), everyone else the default hashring, which
 // has one receiver for a replication factor of two. Each tenant's ring
-// places its series from the decoder's routing hash, as Thanos does.
+// places its series from the series' routing hash, as Thanos does.
 func ExampleHashrings() {
 	file := []byte(`[
 	  {"hashring": "team-a", "tenants": ["team-a"], "endpoints": ["recv-a0:10901", "recv-a1:10901"]},
@@ -136,49 +106,35 @@ func ExampleHashrings() {
 	   "shuffle_sharding_config": {"shard_size": 2}},
 	  {"hashring": "default", "endpoints": ["recv-d0:10901"]}
 	]`)
-	cfg, err := ingest.ParseHashrings(file)
+	cfg, err := hashring.ParseConfig(file)
 	if err != nil {
 		panic(err)
 	}
-	rings, err := ingest.NewHashrings(cfg, ingest.HashringsOptions{ReplicationFactor: 2})
+	rings, err := hashring.NewHashrings(cfg, hashring.Options{ReplicationFactor: 2})
 	if err != nil {
 		panic(err)
 	}
-	req := &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{
-		Labels:  []prompb.Label{{Name: "__name__", Value: "up"}, {Name: "job", Value: "api"}},
-		Samples: []prompb.Sample{{Value: 1, Timestamp: 1000}},
-	}}}
-	buf, err := req.Marshal()
-	if err != nil {
-		panic(err)
-	}
-	var d ingest.Decoder
+	ls := labels.FromStrings("__name__", "up", "job", "api")
 	for _, tenant := range []string{"team-a", "batch-1", "batch-2", "other"} {
 		ring, err := rings.Ring(tenant)
 		if err != nil {
 			panic(err)
 		}
-		d.SetTenant(tenant)
-		if err := d.Reset(buf, remoteapi.WriteV1MessageType); err != nil {
-			panic(err)
+		replicas := ring.Replicas(hashring.Hash(tenant, ls), nil)
+		var addrs []string
+		for _, i := range replicas {
+			addrs = append(addrs, strings.TrimSuffix(ring.Endpoint(i).Address, ":10901"))
 		}
-		for d.Next() {
-			replicas := ring.Replicas(d.Series().ThanosHash(), nil)
-			var addrs []string
-			for _, i := range replicas {
-				addrs = append(addrs, strings.TrimSuffix(ring.Endpoint(i).Address, ":10901"))
-			}
-			if len(replicas) < ring.ReplicationFactor() {
-				// Thanos fails the write: it has no second replica.
-				fmt.Println(tenant, "->", strings.Join(addrs, ", "), "and", ingest.ErrNotEnoughNodes)
-				continue
-			}
-			fmt.Println(tenant, "->", strings.Join(addrs, ", "))
+		if len(replicas) < ring.ReplicationFactor() {
+			// Thanos fails the write: it has no second replica.
+			fmt.Println(tenant, "->", strings.Join(addrs, ", "), "and", hashring.ErrNotEnoughNodes)
+			continue
 		}
+		fmt.Println(tenant, "->", strings.Join(addrs, ", "))
 	}
 	// Output:
 	// team-a -> recv-a0, recv-a1
 	// batch-1 -> recv-b0, recv-b2
 	// batch-2 -> recv-b1, recv-b3
-	// other -> recv-d0 and ingest: ring has fewer endpoints than the replication factor
+	// other -> recv-d0 and hashring: ring has fewer endpoints than the replication factor
 }

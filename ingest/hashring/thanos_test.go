@@ -1,4 +1,4 @@
-package ingest
+package hashring
 
 import (
 	"errors"
@@ -40,49 +40,49 @@ func TestHashringsThanosGet(t *testing.T) {
 	eps := ringEndpoints
 	for _, tc := range []struct {
 		name   string
-		cfg    []HashringConfig
+		cfg    []Config
 		nodes  []string // nil: an error
 		tenant string
 	}{
 		{"empty", nil, nil, "tenant1"},
-		{"simple", []HashringConfig{{Endpoints: eps("node1")}}, []string{"node1"}, ""},
-		{"specific", []HashringConfig{
+		{"simple", []Config{{Endpoints: eps("node1")}}, []string{"node1"}, ""},
+		{"specific", []Config{
 			{Endpoints: eps("node2"), Tenants: []string{"tenant2"}},
 			{Endpoints: eps("node1")},
 		}, []string{"node2"}, "tenant2"},
-		{"many tenants", []HashringConfig{
+		{"many tenants", []Config{
 			{Endpoints: eps("node1"), Tenants: []string{"tenant1"}},
 			{Endpoints: eps("node2"), Tenants: []string{"tenant2"}},
 			{Endpoints: eps("node3"), Tenants: []string{"tenant3"}},
 		}, []string{"node1"}, "tenant1"},
-		{"many tenants error", []HashringConfig{
+		{"many tenants error", []Config{
 			{Endpoints: eps("node1"), Tenants: []string{"tenant1"}},
 			{Endpoints: eps("node2"), Tenants: []string{"tenant2"}},
 			{Endpoints: eps("node3"), Tenants: []string{"tenant3"}},
 		}, nil, "tenant4"},
-		{"many nodes", []HashringConfig{
+		{"many nodes", []Config{
 			{Endpoints: eps("node1", "node2", "node3"), Tenants: []string{"tenant1"}},
 			{Endpoints: eps("node4", "node5", "node6")},
 		}, []string{"node1", "node2", "node3"}, "tenant1"},
-		{"many nodes default", []HashringConfig{
+		{"many nodes default", []Config{
 			{Endpoints: eps("node1", "node2", "node3"), Tenants: []string{"tenant1"}},
 			{Endpoints: eps("node4", "node5", "node6")},
 		}, []string{"node4", "node5", "node6"}, ""},
-		{"glob hashring match", []HashringConfig{
+		{"glob hashring match", []Config{
 			{Endpoints: eps("node1", "node2", "node3"), Tenants: []string{"prefix*"}, TenantMatcher: TenantMatchGlob},
 			{Endpoints: eps("node4", "node5", "node6")},
 		}, []string{"node1", "node2", "node3"}, "prefix-1"},
-		{"glob hashring not match", []HashringConfig{
+		{"glob hashring not match", []Config{
 			{Endpoints: eps("node1", "node2", "node3"), Tenants: []string{"prefix*"}, TenantMatcher: TenantMatchGlob},
 			{Endpoints: eps("node4", "node5", "node6")},
 		}, []string{"node4", "node5", "node6"}, "suffix-1"},
-		{"glob hashring multiple matches", []HashringConfig{
+		{"glob hashring multiple matches", []Config{
 			{Endpoints: eps("node1", "node2", "node3"), Tenants: []string{"t1-*", "t2", "t3-*"}, TenantMatcher: TenantMatchGlob},
 			{Endpoints: eps("node4", "node5", "node6")},
 		}, []string{"node1", "node2", "node3"}, "t2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := NewHashrings(tc.cfg, HashringsOptions{Algorithm: RingHashmod, ReplicationFactor: 3})
+			h, err := NewHashrings(tc.cfg, Options{Algorithm: AlgorithmHashmod, ReplicationFactor: 3})
 			if err != nil {
 				t.Fatalf("NewHashrings: %v", err)
 			}
@@ -103,8 +103,8 @@ func TestHashringsThanosGet(t *testing.T) {
 // TestHashringsThanosBadKetama ports TestKetamaHashringBadConfigIsRejected:
 // a ketama ring of one endpoint for two replicas.
 func TestHashringsThanosBadKetama(t *testing.T) {
-	cfg := []HashringConfig{{Endpoints: ringEndpoints("node-1"), Algorithm: RingKetama}}
-	if _, err := NewHashrings(cfg, HashringsOptions{ReplicationFactor: 2}); !errors.Is(err, ErrNotEnoughNodes) {
+	cfg := []Config{{Endpoints: ringEndpoints("node-1"), Algorithm: AlgorithmKetama}}
+	if _, err := NewHashrings(cfg, Options{ReplicationFactor: 2}); !errors.Is(err, ErrNotEnoughNodes) {
 		t.Fatalf("NewHashrings = %v, want ErrNotEnoughNodes", err)
 	}
 }
@@ -112,8 +112,8 @@ func TestHashringsThanosBadKetama(t *testing.T) {
 // TestHashringsThanosInvalidAZ ports TestInvalidAZHashringCfg: zones on a
 // hashmod ring.
 func TestHashringsThanosInvalidAZ(t *testing.T) {
-	cfg := []HashringConfig{{Endpoints: []Endpoint{{Address: "a", Zone: "1"}, {Address: "b", Zone: "2"}}}}
-	if _, err := NewHashrings(cfg, HashringsOptions{Algorithm: RingHashmod, ReplicationFactor: 2}); !errors.Is(err, ErrZonesHashmod) {
+	cfg := []Config{{Endpoints: []Endpoint{{Address: "a", Zone: "1"}, {Address: "b", Zone: "2"}}}}
+	if _, err := NewHashrings(cfg, Options{Algorithm: AlgorithmHashmod, ReplicationFactor: 2}); !errors.Is(err, ErrZonesHashmod) {
 		t.Fatalf("NewHashrings = %v, want ErrZonesHashmod", err)
 	}
 }
@@ -142,7 +142,7 @@ func TestRingThanosEvenAZSpread(t *testing.T) {
 		{zoneEndpoints("a", "1", "b", "2", "c", "3", "d", "1", "e", "2", "f", "3", "g", "4", "h", "4", "i", "4", "j", "5", "k", "5", "l", "5"), 10},
 	} {
 		t.Run(fmt.Sprintf("nodes=%d/replicas=%d", len(tc.nodes), tc.replicas), func(t *testing.T) {
-			r := mustRing(t, tc.nodes, RingOptions{Algorithm: RingKetama, ReplicationFactor: tc.replicas})
+			r := mustRing(t, tc.nodes, Options{Algorithm: AlgorithmKetama, ReplicationFactor: tc.replicas})
 			zones := map[string]bool{}
 			for _, e := range tc.nodes {
 				zones[e.Zone] = true
@@ -186,7 +186,7 @@ func TestRingThanosEvenNodeSpread(t *testing.T) {
 		{zoneEndpoints("a", "1", "b", "2", "c", "3", "d", "2", "e", "1", "f", "3", "g", "1", "h", "2", "i", "3"), 9, 10000},
 	} {
 		t.Run(fmt.Sprintf("nodes=%d/replicas=%d", len(tc.nodes), tc.replicas), func(t *testing.T) {
-			r := mustRing(t, tc.nodes, RingOptions{Algorithm: RingKetama, ReplicationFactor: tc.replicas})
+			r := mustRing(t, tc.nodes, Options{Algorithm: AlgorithmKetama, ReplicationFactor: tc.replicas})
 			optimal := tc.numSeries * tc.replicas / len(tc.nodes)
 			spread := map[string]int{}
 			var dst []int
@@ -209,7 +209,7 @@ func TestRingThanosEvenNodeSpread(t *testing.T) {
 // one ketama hashring over eps.
 func shuffleRing(t testing.TB, eps []Endpoint, rf int, cfg ShuffleShardingConfig) *Hashrings {
 	t.Helper()
-	h, err := NewHashrings([]HashringConfig{{Endpoints: eps, Algorithm: RingKetama, ShuffleSharding: cfg}}, HashringsOptions{ReplicationFactor: rf})
+	h, err := NewHashrings([]Config{{Endpoints: eps, Algorithm: AlgorithmKetama, ShuffleSharding: cfg}}, Options{ReplicationFactor: rf})
 	if err != nil {
 		t.Fatalf("NewHashrings: %v", err)
 	}

@@ -1,4 +1,4 @@
-package ingest
+package hashring
 
 import (
 	"fmt"
@@ -12,27 +12,27 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
-// RingAlgorithm is how a [Ring] places series on endpoints. The values are
+// Algorithm is how a [Ring] places series on endpoints. The values are
 // the names of the --receive.hashrings-algorithm setting of Thanos receive
-// and of the "algorithm" field of its hashrings file. A RingAlgorithm is
+// and of the "algorithm" field of its hashrings file. A Algorithm is
 // an immutable string, safe for concurrent use.
-type RingAlgorithm string
+type Algorithm string
 
 const (
-	// RingHashmod places replica n of a series with hash h on endpoint
+	// AlgorithmHashmod places replica n of a series with hash h on endpoint
 	// (h+n) mod N of the N endpoints sorted by address. Adding an endpoint
 	// moves almost every series.
-	RingHashmod RingAlgorithm = "hashmod"
+	AlgorithmHashmod Algorithm = "hashmod"
 
-	// RingKetama places series by consistent hashing with
-	// [RingOptions.SectionsPerNode] points per endpoint, spreading the
+	// AlgorithmKetama places series by consistent hashing with
+	// [Options.SectionsPerNode] points per endpoint, spreading the
 	// replicas of each series over zones. Adding one endpoint to N moves
 	// about 1/(N+1) of the series.
-	RingKetama RingAlgorithm = "ketama"
+	AlgorithmKetama Algorithm = "ketama"
 )
 
 // DefaultSectionsPerNode is the number of points each endpoint has on a
-// ketama ring when [RingOptions.SectionsPerNode] is zero: 1000, the
+// ketama ring when [Options.SectionsPerNode] is zero: 1000, the
 // SectionsPerNode constant of Thanos receive, which production Thanos rings
 // always use. Series placement depends on it.
 const DefaultSectionsPerNode = 1000
@@ -58,24 +58,30 @@ type Endpoint struct {
 	CapNProtoAddress string
 }
 
-// RingOptions are the settings of a [Ring]. The zero value of each field
-// means its documented default, which is Thanos receive's default.
+// Options are the settings of a [Ring], and those of [Hashrings] that
+// Thanos receive takes from its flags rather than from the hashrings file.
+// The zero value of each field means its documented default, which is
+// Thanos receive's default.
 //
-// A RingOptions is a plain value that [NewRing] copies; it is not safe for
-// concurrent use by multiple goroutines while one of them modifies it.
-type RingOptions struct {
-	// Algorithm is the placement algorithm. Empty means [RingHashmod].
-	Algorithm RingAlgorithm
+// An Options is a plain value that [NewRing] and [NewHashrings] copy; it is
+// not safe for concurrent use by multiple goroutines while one of them
+// modifies it.
+type Options struct {
+	// Algorithm is the placement algorithm, Thanos's
+	// --receive.hashrings-algorithm. Empty means [AlgorithmHashmod]. For
+	// [NewHashrings] it is the algorithm of the hashrings that name none.
+	Algorithm Algorithm
 
 	// ReplicationFactor is how many endpoints each series is written to,
-	// Thanos's --receive.replication-factor. Zero means 1.
+	// Thanos's --receive.replication-factor, the same for every hashring.
+	// Zero means 1.
 	ReplicationFactor int
 
 	// SectionsPerNode is the number of points each endpoint has on a
-	// ketama ring; it is ignored by hashmod. Zero means
-	// [DefaultSectionsPerNode]. Only that value places series as Thanos
-	// receive does in production; other values exist to reproduce Thanos's
-	// own tests, which use 10.
+	// ketama ring, including the rings of shuffle-sharded tenants; it is
+	// ignored by hashmod. Zero means [DefaultSectionsPerNode]. Only that
+	// value places series as Thanos receive does in production; other
+	// values exist to reproduce Thanos's own tests, which use 10.
 	SectionsPerNode int
 }
 
@@ -88,13 +94,14 @@ type RingOptions struct {
 // The routing hash is what Thanos receive hashes, labelpb.HashWithPrefix
 // with the tenant as prefix: xxhash64 over "tenant 0xff name 0xff value
 // 0xff ..." of the series' labels in the order the request holds them.
-// [Series.ThanosHash] computes exactly that in the decoder's pass, and
-// labels.Builder.ThanosHash from pairs. [Series.TenantHash],
-// labels.Builder.TenantHash and labels.TenantHash hash the labels sorted by
-// name instead; the two differ only for a series whose labels the request
-// holds out of order, which remote write forbids and Thanos's TSDB writer
-// rejects, but only after routing it by the request-order hash, so a
-// receiver that forwards such series as Thanos does routes by ThanosHash.
+// [Hash] computes it from a labels.Labels; package ingest's decoder
+// computes exactly that in its decoding pass (Series.ThanosHash), and
+// package labels' Builder from pairs (Builder.ThanosHash). Their TenantHash
+// methods hash the labels sorted by name instead; the two differ only for a
+// series whose labels the request holds out of order, which remote write
+// forbids and Thanos's TSDB writer rejects, but only after routing it by the
+// request-order hash, so a receiver that forwards such series as Thanos
+// does routes by ThanosHash.
 // Thanos hashes the series again for each replica, always the same bytes; a
 // Ring takes the hash once and returns all replicas from it.
 //
@@ -159,14 +166,14 @@ type Ring struct {
 // Building a ketama ring takes time and memory in proportion to the number
 // of points, endpoints times SectionsPerNode (BenchmarkNewRing, rings of 6
 // and of 60 endpoints).
-func NewRing(endpoints []Endpoint, opts RingOptions) (*Ring, error) {
+func NewRing(endpoints []Endpoint, opts Options) (*Ring, error) {
 	if opts.ReplicationFactor < 0 {
-		panic("ingest: RingOptions.ReplicationFactor is negative")
+		panic("hashring: Options.ReplicationFactor is negative")
 	}
 	if opts.SectionsPerNode < 0 {
-		panic("ingest: RingOptions.SectionsPerNode is negative")
+		panic("hashring: Options.SectionsPerNode is negative")
 	}
-	if opts.Algorithm != "" && opts.Algorithm != RingHashmod && opts.Algorithm != RingKetama {
+	if opts.Algorithm != "" && opts.Algorithm != AlgorithmHashmod && opts.Algorithm != AlgorithmKetama {
 		return nil, fmt.Errorf("building ring: algorithm %q: %w", opts.Algorithm, ErrUnknownAlgorithm)
 	}
 	rf := max(opts.ReplicationFactor, 1)
@@ -183,7 +190,7 @@ func NewRing(endpoints []Endpoint, opts RingOptions) (*Ring, error) {
 		}
 	}
 	r := &Ring{endpoints: sorted, rf: rf}
-	if opts.Algorithm != RingKetama {
+	if opts.Algorithm != AlgorithmKetama {
 		for _, e := range sorted {
 			if e.Zone != "" {
 				return nil, fmt.Errorf("building ring: endpoint %q has zone %q: %w", e.Address, e.Zone, ErrZonesHashmod)
@@ -200,7 +207,7 @@ func NewRing(endpoints []Endpoint, opts RingOptions) (*Ring, error) {
 	if uint64(len(sorted))*uint64(sections) >= math.MaxUint32 {
 		// firstPoint holds point indexes as uint32; no real ring comes
 		// near (a 1000-point ring would need 4 million endpoints).
-		panic("ingest: ring has 2^32 points or more")
+		panic("hashring: ring has 2^32 points or more")
 	}
 	r.ketama = true
 	if err := r.buildKetama(sections); err != nil {
@@ -288,7 +295,7 @@ func (r *Ring) buildKetama(sections int) error {
 		// long as the capacity check above holds, so rf turns are enough.
 		for j, steps := i, 0; len(own) < rf; j, steps = j+1, steps+1 {
 			if steps == rf*len(pts) {
-				panic("ingest: ketama walk did not end")
+				panic("hashring: ketama walk did not end")
 			}
 			if j == len(pts) {
 				j = 0
@@ -383,14 +390,14 @@ func (r *Ring) Replicas(hash uint64, dst []int) []int {
 // Replica makes no allocation.
 func (r *Ring) Replica(hash uint64, n int) (int, error) {
 	if n < 0 {
-		panic("ingest: Ring.Replica of a negative replica")
+		panic("hashring: Ring.Replica of a negative replica")
 	}
 	if n >= len(r.endpoints) {
 		return 0, ErrNotEnoughNodes
 	}
 	if r.ketama {
 		if n >= r.rf {
-			panic("ingest: Ring.Replica beyond the replication factor of a ketama ring")
+			panic("hashring: Ring.Replica beyond the replication factor of a ketama ring")
 		}
 		return int(r.owners[r.search(hash)*r.rf+n]), nil
 	}
@@ -447,13 +454,13 @@ func (r *Ring) Len() int { return len(r.endpoints) }
 // by address: the endpoint an index from [Ring.Replicas] stands for.
 func (r *Ring) Endpoint(i int) Endpoint { return r.endpoints[i] }
 
-// Algorithm returns the ring's placement algorithm, [RingHashmod] or
-// [RingKetama].
-func (r *Ring) Algorithm() RingAlgorithm {
+// Algorithm returns the ring's placement algorithm, [AlgorithmHashmod] or
+// [AlgorithmKetama].
+func (r *Ring) Algorithm() Algorithm {
 	if r.ketama {
-		return RingKetama
+		return AlgorithmKetama
 	}
-	return RingHashmod
+	return AlgorithmHashmod
 }
 
 // Sections returns the points of a ketama ring in ascending order of hash,

@@ -1,4 +1,4 @@
-package ingest
+package hashring
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// TenantMatcher is how the tenants of a [HashringConfig] are matched, the
+// TenantMatcher is how the tenants of a [Config] are matched, the
 // "tenant_matcher_type" of a Thanos hashrings file. A TenantMatcher is
 // an immutable string, safe for concurrent use.
 type TenantMatcher string
@@ -26,12 +26,12 @@ const (
 	TenantMatchGlob TenantMatcher = "glob"
 )
 
-// HashringConfig is one hashring of a Thanos receive hashrings file
+// Config is one hashring of a Thanos receive hashrings file
 // (--receive.hashrings-file), with its field names in the JSON tags.
 //
-// A HashringConfig is a plain value; it is not safe for concurrent use by
+// A Config is a plain value; it is not safe for concurrent use by
 // multiple goroutines while one of them modifies it.
-type HashringConfig struct {
+type Config struct {
 	// Name is the hashring's name, used only in errors.
 	Name string `json:"hashring,omitempty"`
 
@@ -49,10 +49,10 @@ type HashringConfig struct {
 	// "capnproto_address" (see [Endpoint.UnmarshalJSON]).
 	Endpoints []Endpoint `json:"endpoints"`
 
-	// Algorithm is the hashring's placement algorithm; empty means
-	// [HashringsOptions.Algorithm]. As in Thanos, an unknown algorithm
-	// falls back to [RingHashmod].
-	Algorithm RingAlgorithm `json:"algorithm,omitempty"`
+	// Algorithm is the hashring's placement algorithm; empty means the
+	// [Options.Algorithm] given to [NewHashrings]. As in Thanos, an
+	// unknown algorithm falls back to [AlgorithmHashmod].
+	Algorithm Algorithm `json:"algorithm,omitempty"`
 
 	// ExternalLabels are the labels Thanos adds to the TSDBs of the
 	// hashring's tenants. Routing does not use them.
@@ -108,7 +108,7 @@ type ShuffleShardingOverride struct {
 	Tenants []string `json:"tenants,omitempty"`
 
 	// TenantMatcher is how Tenants are matched. Unlike in
-	// [HashringConfig], the empty TenantMatcher matches no tenant, as in
+	// [Config], the empty TenantMatcher matches no tenant, as in
 	// Thanos (whose overrides match only "exact" and "glob"): an override
 	// without "tenant_matcher_type" never applies. A malformed glob
 	// pattern matches no tenant either.
@@ -120,7 +120,7 @@ type ShuffleShardingOverride struct {
 // "capnproto_address". As in Thanos, the address must not be empty, and an
 // unset capnproto_address defaults to the address's host with port 19391,
 // Thanos's default Cap'n Proto port. It returns an error wrapping
-// [ErrHashringsConfig] if the address is empty.
+// [ErrConfig] if the address is empty.
 func (e *Endpoint) UnmarshalJSON(data []byte) error {
 	var addr string
 	if err := json.Unmarshal(data, &addr); err == nil {
@@ -137,7 +137,7 @@ func (e *Endpoint) UnmarshalJSON(data []byte) error {
 		*e = Endpoint{Address: obj.Address, Zone: obj.AZ, CapNProtoAddress: obj.CapNProtoAddress}
 	}
 	if e.Address == "" {
-		return fmt.Errorf("endpoint address must be set: %w", ErrHashringsConfig)
+		return fmt.Errorf("endpoint address must be set: %w", ErrConfig)
 	}
 	if e.CapNProtoAddress == "" {
 		host, _, _ := strings.Cut(e.Address, ":")
@@ -156,36 +156,19 @@ func (e Endpoint) MarshalJSON() ([]byte, error) {
 	}{e.Address, e.CapNProtoAddress, e.Zone})
 }
 
-// ParseHashrings parses a Thanos receive hashrings file: a JSON array of
-// [HashringConfig]. Unknown fields are ignored, as Thanos ignores them. It
-// returns an error wrapping [ErrHashringsConfig] if data is not such an
-// array or the array is empty, which Thanos refuses to load too.
-func ParseHashrings(data []byte) ([]HashringConfig, error) {
-	var cfg []HashringConfig
+// ParseConfig parses a Thanos receive hashrings file: a JSON array of
+// [Config], one per hashring. Unknown fields are ignored, as Thanos
+// ignores them. It returns an error wrapping [ErrConfig] if data is not
+// such an array or the array is empty, which Thanos refuses to load too.
+func ParseConfig(data []byte) ([]Config, error) {
+	var cfg []Config
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, fmt.Errorf("parsing hashrings: %w: %w", ErrHashringsConfig, err)
+		return nil, fmt.Errorf("parsing hashrings: %w: %w", ErrConfig, err)
 	}
 	if len(cfg) == 0 {
-		return nil, fmt.Errorf("parsing hashrings: no hashring: %w", ErrHashringsConfig)
+		return nil, fmt.Errorf("parsing hashrings: no hashring: %w", ErrConfig)
 	}
 	return cfg, nil
-}
-
-// HashringsOptions are the settings of [NewHashrings] that Thanos takes from
-// flags rather than from the hashrings file.
-//
-// A HashringsOptions is a plain value that NewHashrings copies; it is not
-// safe for concurrent use by multiple goroutines while one of them modifies
-// it.
-type HashringsOptions struct {
-	// Algorithm is the algorithm of the hashrings that name none,
-	// --receive.hashrings-algorithm. Empty means [RingHashmod], Thanos's
-	// default.
-	Algorithm RingAlgorithm
-
-	// ReplicationFactor is --receive.replication-factor, the same for
-	// every hashring. Zero means 1.
-	ReplicationFactor int
 }
 
 // Hashrings routes tenants to rings as Thanos receive does with a hashrings
@@ -224,19 +207,26 @@ type tenantRing struct {
 }
 
 // NewHashrings returns the routing of the hashrings of cfg, typically from
-// [ParseHashrings], with the settings of opts. It builds every ring with
-// [NewRing] and [DefaultSectionsPerNode] and returns an error wrapping
-// NewRing's errors, or wrapping [ErrHashringsConfig] if a hashring has an
-// unknown tenant matcher or a malformed glob pattern (Thanos loads such a
-// file and then fails the writes of the tenants that reach it, or matches
-// no tenant), or asks for shuffle sharding on a hashmod ring or for a shard
-// larger than its endpoints, which Thanos refuses too. An empty cfg is
+// [ParseConfig], with the settings of opts. It builds every ring with
+// [NewRing] and returns an error wrapping NewRing's errors, or wrapping
+// [ErrConfig] if a hashring has an unknown tenant matcher or a malformed
+// glob pattern (Thanos loads such a file and then fails the writes of the
+// tenants that reach it, or matches no tenant), or asks for shuffle
+// sharding on a hashmod ring or for a shard larger than its endpoints,
+// which Thanos refuses too. An empty cfg is
 // valid: it routes no tenant. It returns an error wrapping
-// [ErrUnknownAlgorithm] if opts.Algorithm is unknown.
+// [ErrUnknownAlgorithm] if opts.Algorithm is unknown. It panics if
+// opts.ReplicationFactor or opts.SectionsPerNode is negative.
 //
 // NewHashrings retains neither cfg nor anything it points to.
-func NewHashrings(cfg []HashringConfig, opts HashringsOptions) (*Hashrings, error) {
-	if opts.Algorithm != "" && opts.Algorithm != RingHashmod && opts.Algorithm != RingKetama {
+func NewHashrings(cfg []Config, opts Options) (*Hashrings, error) {
+	if opts.ReplicationFactor < 0 {
+		panic("hashring: Options.ReplicationFactor is negative")
+	}
+	if opts.SectionsPerNode < 0 {
+		panic("hashring: Options.SectionsPerNode is negative")
+	}
+	if opts.Algorithm != "" && opts.Algorithm != AlgorithmHashmod && opts.Algorithm != AlgorithmKetama {
 		return nil, fmt.Errorf("building hashrings: algorithm %q: %w", opts.Algorithm, ErrUnknownAlgorithm)
 	}
 	rf := max(opts.ReplicationFactor, 1)
@@ -256,34 +246,34 @@ func NewHashrings(cfg []HashringConfig, opts HashringsOptions) (*Hashrings, erro
 		case TenantMatchGlob:
 			for _, p := range c.Tenants {
 				if _, err := path.Match(p, ""); err != nil {
-					return nil, fmt.Errorf("building hashring %s: tenant pattern %q: %w: %w", name, p, ErrHashringsConfig, err)
+					return nil, fmt.Errorf("building hashring %s: tenant pattern %q: %w: %w", name, p, ErrConfig, err)
 				}
 			}
 			t.globs = slices.Clone(c.Tenants)
 		default:
-			return nil, fmt.Errorf("building hashring %s: tenant matcher %q: %w", name, c.TenantMatcher, ErrHashringsConfig)
+			return nil, fmt.Errorf("building hashring %s: tenant matcher %q: %w", name, c.TenantMatcher, ErrConfig)
 		}
 		algo := c.Algorithm
 		if algo == "" {
 			algo = opts.Algorithm
 		}
-		if algo != RingKetama {
+		if algo != AlgorithmKetama {
 			// Thanos falls back to hashmod for an unknown algorithm.
-			algo = RingHashmod
+			algo = AlgorithmHashmod
 		}
-		ring, err := NewRing(c.Endpoints, RingOptions{Algorithm: algo, ReplicationFactor: rf})
+		ring, err := NewRing(c.Endpoints, Options{Algorithm: algo, ReplicationFactor: rf, SectionsPerNode: opts.SectionsPerNode})
 		if err != nil {
 			return nil, fmt.Errorf("building hashring %s: %w", name, err)
 		}
 		t.ring = ring
 		if ss := c.ShuffleSharding; ss.ShardSize > 0 {
-			if algo != RingKetama {
-				return nil, fmt.Errorf("building hashring %s: shuffle sharding needs the ketama algorithm: %w", name, ErrHashringsConfig)
+			if algo != AlgorithmKetama {
+				return nil, fmt.Errorf("building hashring %s: shuffle sharding needs the ketama algorithm: %w", name, ErrConfig)
 			}
 			if ss.ShardSize > ring.Len() {
-				return nil, fmt.Errorf("building hashring %s: shard size %d is larger than its %d endpoints: %w", name, ss.ShardSize, ring.Len(), ErrHashringsConfig)
+				return nil, fmt.Errorf("building hashring %s: shard size %d is larger than its %d endpoints: %w", name, ss.ShardSize, ring.Len(), ErrConfig)
 			}
-			t.shuffle = newShuffleShard(ring, ss)
+			t.shuffle = newShuffleShard(ring, ss, opts.SectionsPerNode)
 		}
 		h.rings = append(h.rings, t)
 		h.endpoints = append(h.endpoints, ring.endpoints...)
@@ -296,7 +286,8 @@ func NewHashrings(cfg []HashringConfig, opts HashringsOptions) (*Hashrings, erro
 // first hashring that takes tenant, or, for a hashring with shuffle
 // sharding, tenant's own ring over some of its endpoints, built on first
 // use. The caller places each series with [Ring.Replicas] or [Ring.Replica]
-// from its routing hash for the same tenant ([Series.ThanosHash]).
+// from its routing hash for the same tenant ([Hash], or package ingest's
+// Series.ThanosHash).
 //
 // It returns an error wrapping [ErrNoHashring] if no hashring takes tenant,
 // as Thanos's "no matching hashring to handle tenant", and for shuffle

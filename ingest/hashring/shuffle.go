@@ -1,4 +1,4 @@
-package ingest
+package hashring
 
 import (
 	"container/list"
@@ -28,7 +28,7 @@ const DefaultShuffleShardingCacheSize = 100
 // ring changes a tenant's endpoints by at most one in most cases (Thanos's
 // TestShuffleShardHashringStability). The tenant's ring is a ketama ring
 // over those endpoints with the base ring's replication factor and
-// DefaultSectionsPerNode points each.
+// [Options.SectionsPerNode] points each.
 //
 // A shuffleShard is safe for concurrent use by multiple goroutines.
 type shuffleShard struct {
@@ -40,6 +40,7 @@ type shuffleShard struct {
 	endpoints []Endpoint
 	zones     []shuffleZone // sorted by name
 	cacheSize int
+	sections  int // Options.SectionsPerNode of the tenant rings
 
 	mu    sync.Mutex
 	cache map[string]*list.Element // guarded by mu; values are *shuffleEntry
@@ -60,13 +61,14 @@ type shuffleEntry struct {
 	ring   *Ring
 }
 
-func newShuffleShard(base *Ring, cfg ShuffleShardingConfig) *shuffleShard {
+func newShuffleShard(base *Ring, cfg ShuffleShardingConfig, sections int) *shuffleShard {
 	s := &shuffleShard{
 		rf:        base.rf,
 		shardSize: cfg.ShardSize,
 		disabled:  cfg.ZoneAwarenessDisabled,
 		endpoints: base.endpoints,
 		cacheSize: cfg.CacheSize,
+		sections:  sections,
 		cache:     make(map[string]*list.Element),
 	}
 	if s.cacheSize <= 0 {
@@ -205,7 +207,7 @@ func (s *shuffleShard) build(tenant string) (*Ring, error) {
 			}
 		}
 	}
-	r, err := NewRing(picked, RingOptions{Algorithm: RingKetama, ReplicationFactor: s.rf})
+	r, err := NewRing(picked, Options{Algorithm: AlgorithmKetama, ReplicationFactor: s.rf, SectionsPerNode: s.sections})
 	if err != nil {
 		return nil, fmt.Errorf("building the shuffle-sharded ring of tenant %q: %w", tenant, err)
 	}

@@ -1,4 +1,4 @@
-package ingest
+package hashring
 
 import (
 	"fmt"
@@ -51,8 +51,8 @@ func BenchmarkRing(b *testing.B) {
 		"thanos-receive-2.thanos-receive:10901", "thanos-receive-3.thanos-receive:10901",
 		"thanos-receive-4.thanos-receive:10901", "thanos-receive-5.thanos-receive:10901")
 	const rf = 3
-	for _, algo := range []RingAlgorithm{RingHashmod, RingKetama} {
-		opts := RingOptions{Algorithm: algo, ReplicationFactor: rf}
+	for _, algo := range []Algorithm{AlgorithmHashmod, AlgorithmKetama} {
+		opts := Options{Algorithm: algo, ReplicationFactor: rf}
 		r := mustRing(b, eps, opts)
 		ref := mustThanos(b, eps, opts)
 		name := fmt.Sprintf("ring=%s/replicas=%d/impl=", algo, rf)
@@ -104,7 +104,7 @@ func BenchmarkRingParallel(b *testing.B) {
 		hashes[i] = ringTenantHash("default-tenant", s)
 	}
 	eps := ringEndpoints("r0", "r1", "r2", "r3", "r4", "r5")
-	r := mustRing(b, eps, RingOptions{Algorithm: RingKetama, ReplicationFactor: 3})
+	r := mustRing(b, eps, Options{Algorithm: AlgorithmKetama, ReplicationFactor: 3})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		dst := make([]int, 0, 3)
@@ -128,7 +128,7 @@ func BenchmarkNewRing(b *testing.B) {
 		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := NewRing(eps, RingOptions{Algorithm: RingKetama, ReplicationFactor: 3}); err != nil {
+				if _, err := NewRing(eps, Options{Algorithm: AlgorithmKetama, ReplicationFactor: 3}); err != nil {
 					b.Fatal(err)
 				}
 			}

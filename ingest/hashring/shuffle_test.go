@@ -1,4 +1,4 @@
-package ingest
+package hashring
 
 import (
 	"crypto/md5"
@@ -136,7 +136,7 @@ func TestHashringsShuffleDifferential(t *testing.T) {
 				{ShardSize: 1, Tenants: []string{"tenant-4"}}, // no matcher type: never applies, as in Thanos
 			},
 		}
-		h, err := NewHashrings([]HashringConfig{{Endpoints: eps, Algorithm: RingKetama, ShuffleSharding: cfg}}, HashringsOptions{ReplicationFactor: rf})
+		h, err := NewHashrings([]Config{{Endpoints: eps, Algorithm: AlgorithmKetama, ShuffleSharding: cfg}}, Options{ReplicationFactor: rf})
 		base, refErr := newThanosKetama(eps, DefaultSectionsPerNode, uint64(rf))
 		if errors.Is(refErr, errThanosHang) {
 			if !errors.Is(err, ErrZoneCapacity) {

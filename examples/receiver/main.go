@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/exemplars"
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
 )
 

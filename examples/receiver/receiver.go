@@ -418,7 +418,8 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	defer r.body.Release(buf)
 
 	if req.Method != http.MethodPost {
-		r.fail(w, http.StatusMethodNotAllowed, errors.New("method not allowed"))
+		//lint:ignore ST1005 the text remote.NewWriteHandler answers, which TestDifferential compares
+		r.fail(w, http.StatusMethodNotAllowed, errors.New("Method not allowed"))
 		return
 	}
 	msg, err := parseContentType(req.Header.Get("Content-Type"))
@@ -777,7 +778,8 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 			}
 		}
 		if r.ring != nil {
-			wk.replicas = r.ring.Replicas(s.TenantHash(), wk.replicas[:0])
+			// Thanos receive routes by the labels in request order.
+			wk.replicas = r.ring.Replicas(s.ThanosHash(), wk.replicas[:0])
 			for _, i := range wk.replicas {
 				wk.owned[i]++
 			}

@@ -6,15 +6,15 @@
 // ref cache kept across requests ([Cache], [Appender], [AppenderV1]), so
 // that its labels are neither hashed again, nor copied, nor looked up in
 // the head. Only a new series has its labels built, once. The same hash
-// feeds an active-series tracker ([Tracker], exported to Prometheus with
-// Mimir's metric names by [TrackerCollector]) and, with the tenant, a
+// feeds the active-series tracker of package
+// github.com/ingestkit/ingestkit/ingest/activeseries and, with the tenant, a
 // Thanos-compatible hashring ([Ring]), with the tenant routing and shuffle
 // sharding of a Thanos hashrings file ([Hashrings]). Everything takes and returns
 // Prometheus's own types: storage.AppenderV2 and storage.Appender,
 // labels.Labels, storage.SeriesRef, histogram and exemplar values, and
 // Prometheus's error values pass through unchanged.
 //
-// Concurrency: [Cache], [Tracker], [Ring], [Hashrings] and [BodyReader]
+// Concurrency: [Cache], [Ring], [Hashrings] and [BodyReader]
 // are safe for concurrent use and meant to be shared (one cache per TSDB or
 // tenant: an appender binds its cache to the storage it opens its
 // transaction on, and a cache given another storage starts empty); a
@@ -25,8 +25,8 @@
 // and resolving and appending it make none of their own; histograms and
 // exemplars are allocated because the TSDB keeps them.
 //
-// BenchmarkAppend, BenchmarkDecode, BenchmarkReadBody,
-// BenchmarkTrackerUpdate, BenchmarkTrackerPurge and BenchmarkRing compare
+// BenchmarkAppend, BenchmarkDecode, BenchmarkReadBody and BenchmarkRing
+// compare
 // each block with the Prometheus, Thanos and standard-library code it
 // replaces.
 package ingest

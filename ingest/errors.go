@@ -153,8 +153,3 @@ var (
 	// 500 Internal Server Error, as Thanos does.
 	ErrShardSize = errors.New("ingest: shard size larger than the endpoints of a zone")
 )
-
-// ErrTrackerOptions is returned by [NewTracker] when its options are
-// invalid: too many stripes or custom trackers, or a custom tracker without
-// a name, with a name used twice, or without matchers.
-var ErrTrackerOptions = errors.New("ingest: invalid tracker options")

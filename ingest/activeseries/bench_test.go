@@ -1,4 +1,4 @@
-package ingest
+package activeseries
 
 import (
 	"fmt"
@@ -207,7 +207,7 @@ func (t ingestkitImpl) purge(keepFrom int64)                            { t.Purg
 func (t ingestkitImpl) active() int                                     { return t.Active() }
 
 func newIngestkitImpl(stripes int) trackerImpl {
-	t, err := NewTracker(TrackerOptions{Stripes: stripes})
+	t, err := New(Options{Stripes: stripes})
 	if err != nil {
 		panic(err)
 	}
@@ -440,7 +440,7 @@ func BenchmarkTrackerPurge(b *testing.B) {
 	}
 }
 
-// BenchmarkTrackerStripes chose DefaultTrackerStripes: parallel updates of
+// BenchmarkTrackerStripes chose DefaultStripes: parallel updates of
 // 10k and 1M existing series and additions of new ones, by stripe count.
 func BenchmarkTrackerStripes(b *testing.B) {
 	for _, n := range []int{10_000, 1_000_000} {

@@ -1,10 +1,10 @@
-package ingest
+package activeseries
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TrackerCollector exports the counts of a [Tracker] for one tenant as
+// Collector exports the counts of a [Tracker] for one tenant as
 // gauges named as Mimir's ingester names them, so that its dashboards and
 // alerts keep working in a fork that swaps its tracker for this one:
 //
@@ -20,22 +20,22 @@ import (
 // by the user label.
 //
 // Collect reads the tracker's maintained totals ([Tracker.UpdateStats]) and
-// walks no series. A TrackerCollector is safe for concurrent use by
+// walks no series. A Collector is safe for concurrent use by
 // multiple goroutines.
-type TrackerCollector struct {
+type Collector struct {
 	t                                     *Tracker
 	series, histograms, buckets           *prometheus.Desc
 	customSeries, customHists, customBkts *prometheus.Desc
 }
 
-// NewTrackerCollector returns a collector of t's counts, labelled with
+// NewCollector returns a collector of t's counts, labelled with
 // user="tenant".
-func NewTrackerCollector(t *Tracker, tenant string) *TrackerCollector {
+func NewCollector(t *Tracker, tenant string) *Collector {
 	user := prometheus.Labels{"user": tenant}
 	desc := func(name, help string, variable ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, variable, user)
 	}
-	return &TrackerCollector{
+	return &Collector{
 		t:            t,
 		series:       desc("cortex_ingester_active_series", "Number of currently active series per user."),
 		histograms:   desc("cortex_ingester_active_native_histogram_series", "Number of currently active native histogram series per user."),
@@ -47,15 +47,15 @@ func NewTrackerCollector(t *Tracker, tenant string) *TrackerCollector {
 }
 
 // Describe implements [prometheus.Collector].
-func (c *TrackerCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.series, c.histograms, c.buckets, c.customSeries, c.customHists, c.customBkts} {
 		ch <- d
 	}
 }
 
 // Collect implements [prometheus.Collector].
-func (c *TrackerCollector) Collect(ch chan<- prometheus.Metric) {
-	var s TrackerStats
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	var s Stats
 	c.t.UpdateStats(&s)
 	gauge := func(d *prometheus.Desc, v int, name ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v), name...)

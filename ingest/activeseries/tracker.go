@@ -1,4 +1,4 @@
-package ingest
+package activeseries
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-// DefaultTrackerStripes is the stripe count of a [Tracker] whose options
+// DefaultStripes is the stripe count of a [Tracker] whose options
 // leave it zero. BenchmarkTrackerStripes (stripe counts from 16 to 1024)
 // finds no trend in update or insert time beyond the noise up to 512
 // stripes, and TestTrackerMemoryPerSeries finds the bytes held per series
@@ -21,24 +21,24 @@ import (
 // tenants of a multi-tenant ingester, with room for cores to update
 // different stripes. A tenant of millions of series
 // fed by many cores can take 512 or more; a small one, 16.
-const DefaultTrackerStripes = 128
+const DefaultStripes = 128
 
 // MaxCustomTrackers is the most [CustomTracker]s a [Tracker] takes: each
 // series records which of them it matched in a 32-bit mask.
 const MaxCustomTrackers = 32
 
-// maxTrackerStripes bounds TrackerOptions.Stripes: more stripes than this
+// maxStripes bounds Options.Stripes: more stripes than this
 // only cost memory.
-const maxTrackerStripes = 1 << 16
+const maxStripes = 1 << 16
 
-// TrackerOptions are the settings of a [Tracker]. The zero value means the
-// defaults: [DefaultTrackerStripes] stripes and no custom trackers.
+// Options are the settings of a [Tracker]. The zero value means the
+// defaults: [DefaultStripes] stripes and no custom trackers.
 //
 // It is a plain value, safe for concurrent use once built and not
 // modified afterwards.
-type TrackerOptions struct {
+type Options struct {
 	// Stripes is the number of independently locked parts, rounded up to a
-	// power of two, at most 65536. Zero means [DefaultTrackerStripes].
+	// power of two, at most 65536. Zero means [DefaultStripes].
 	Stripes int
 
 	// Custom are counts of the active series that match sets of matchers,
@@ -54,12 +54,12 @@ type TrackerOptions struct {
 // package github.com/prometheus/prometheus/promql/parser makes matchers
 // from a selector string such as `{namespace=~"team-a-.*"}`.
 //
-// [NewTracker] keeps a copy of the slice of CustomTrackers it is given, and
+// [New] keeps a copy of the slice of CustomTrackers it is given, and
 // the matchers themselves, which must not be modified afterwards. A
 // CustomTracker is a plain value, safe for concurrent use once built and
 // not modified afterwards.
 type CustomTracker struct {
-	// Name identifies the custom tracker in [TrackerStats] and
+	// Name identifies the custom tracker in [Stats] and
 	// [Tracker.ActiveCustom]. It must not be empty, nor used twice.
 	Name string
 	// Matchers must all match a series for it to be counted; there must be
@@ -67,10 +67,10 @@ type CustomTracker struct {
 	Matchers []*labels.Matcher
 }
 
-// TrackerCounts are the active series of a [Tracker], or of one of its
+// Counts are the active series of a [Tracker], or of one of its
 // custom trackers: a plain value, a copy not updated afterwards, safe for
 // concurrent use.
-type TrackerCounts struct {
+type Counts struct {
 	Series                 int // active series, of any type
 	NativeHistograms       int // of those, native histogram series
 	NativeHistogramBuckets int // buckets of those native histograms, as last given
@@ -79,16 +79,16 @@ type TrackerCounts struct {
 // CustomTrackerCounts are the counts of one [CustomTracker]: a plain
 // value, a copy not updated afterwards, safe for concurrent use.
 type CustomTrackerCounts struct {
-	Name          string // the CustomTracker's
-	TrackerCounts        // of the active series it matched
+	Name   string // the CustomTracker's
+	Counts        // of the active series it matched
 }
 
-// TrackerStats are the counts [Tracker.UpdateStats] reports: a plain
+// Stats are the counts [Tracker.UpdateStats] reports: a plain
 // value that the tracker fills and does not update afterwards; it is not
 // safe for concurrent use while UpdateStats writes it.
-type TrackerStats struct {
-	TrackerCounts                       // all active series
-	Custom        []CustomTrackerCounts // one per TrackerOptions.Custom, in that order
+type Stats struct {
+	Counts                       // all active series
+	Custom []CustomTrackerCounts // one per Options.Custom, in that order
 }
 
 // Tracker counts the active series of a tenant: those seen by
@@ -100,7 +100,7 @@ type TrackerStats struct {
 //
 // Counts are maintained as series come and go, so [Tracker.Active] and
 // [Tracker.UpdateStats] read totals and walk nothing. Custom trackers
-// ([TrackerOptions]) count the series that match their matchers, and native
+// ([Options]) count the series that match their matchers, and native
 // histogram series and their buckets are counted apart, overall and per
 // custom tracker.
 //
@@ -149,7 +149,7 @@ type Tracker struct {
 	tags    []uint32       // a purged stripe's tags by entry; guarded by purgeMu
 }
 
-// trackerCounts are the counters behind TrackerCounts.
+// trackerCounts are the counters behind Counts.
 type trackerCounts struct {
 	series, histograms, buckets atomic.Int64
 	_                           [40]byte // a cache line each
@@ -169,8 +169,8 @@ func (c *trackerCounts) add(d trackerDelta) {
 }
 
 // load reads the counters, one after the other.
-func (c *trackerCounts) load() TrackerCounts {
-	return TrackerCounts{
+func (c *trackerCounts) load() Counts {
+	return Counts{
 		Series:                 int(c.series.Load()),
 		NativeHistograms:       int(c.histograms.Load()),
 		NativeHistogramBuckets: int(c.buckets.Load()),
@@ -328,33 +328,33 @@ func trackerAddChunk(chunks [][]trackerEntry, k int) ([][]trackerEntry, bool) {
 	return chunks, grown
 }
 
-// NewTracker returns an empty tracker. It returns an error wrapping
-// [ErrTrackerOptions] if opts are invalid. An empty tracker holds its
+// New returns an empty tracker. It returns an error wrapping
+// [ErrOptions] if opts are invalid. An empty tracker holds its
 // stripes (128 bytes each) and nothing else.
-func NewTracker(opts TrackerOptions) (*Tracker, error) {
+func New(opts Options) (*Tracker, error) {
 	n := opts.Stripes
 	if n <= 0 {
-		n = DefaultTrackerStripes
+		n = DefaultStripes
 	}
-	if n > maxTrackerStripes {
-		return nil, fmt.Errorf("%w: %d stripes, at most %d", ErrTrackerOptions, opts.Stripes, maxTrackerStripes)
+	if n > maxStripes {
+		return nil, fmt.Errorf("%w: %d stripes, at most %d", ErrOptions, opts.Stripes, maxStripes)
 	}
 	if len(opts.Custom) > MaxCustomTrackers {
-		return nil, fmt.Errorf("%w: %d custom trackers, at most %d", ErrTrackerOptions, len(opts.Custom), MaxCustomTrackers)
+		return nil, fmt.Errorf("%w: %d custom trackers, at most %d", ErrOptions, len(opts.Custom), MaxCustomTrackers)
 	}
 	names := make(map[string]int, len(opts.Custom))
 	for i, c := range opts.Custom {
 		if c.Name == "" {
-			return nil, fmt.Errorf("%w: custom tracker %d has no name", ErrTrackerOptions, i)
+			return nil, fmt.Errorf("%w: custom tracker %d has no name", ErrOptions, i)
 		}
 		if _, ok := names[c.Name]; ok {
-			return nil, fmt.Errorf("%w: custom tracker %q defined twice", ErrTrackerOptions, c.Name)
+			return nil, fmt.Errorf("%w: custom tracker %q defined twice", ErrOptions, c.Name)
 		}
 		if len(c.Matchers) == 0 {
-			return nil, fmt.Errorf("%w: custom tracker %q has no matchers", ErrTrackerOptions, c.Name)
+			return nil, fmt.Errorf("%w: custom tracker %q has no matchers", ErrOptions, c.Name)
 		}
 		if slices.Contains(c.Matchers, nil) {
-			return nil, fmt.Errorf("%w: custom tracker %q has a nil matcher", ErrTrackerOptions, c.Name)
+			return nil, fmt.Errorf("%w: custom tracker %q has a nil matcher", ErrOptions, c.Name)
 		}
 		names[c.Name] = i
 	}
@@ -402,7 +402,7 @@ func (t *Tracker) Update(hash uint64, ls labels.Labels, now int64) (created bool
 // its stripe's lock. UpdateHistogram panics if buckets is negative.
 func (t *Tracker) UpdateHistogram(hash uint64, ls labels.Labels, buckets int, now int64) (created bool) {
 	if buckets < 0 {
-		panic("ingest: Tracker.UpdateHistogram with a negative bucket count")
+		panic("activeseries: Tracker.UpdateHistogram with a negative bucket count")
 	}
 	return t.update(hash, ls, now, uint32(min(uint64(buckets), maxTrackedBuckets)+1))
 }
@@ -571,7 +571,7 @@ func (tb *trackerTable) find(tag uint32, ls labels.Labels) (*trackerEntry, int) 
 func (s *trackerStripe) insert(tb *trackerTable, slot int, tag uint32, ls labels.Labels, now int64, meta uint64) {
 	i := s.used
 	if i == math.MaxUint32-1 {
-		panic("ingest: Tracker stripe holds 2^32-2 series; use more stripes")
+		panic("activeseries: Tracker stripe holds 2^32-2 series; use more stripes")
 	}
 	var index []uint64
 	var chunks [][]trackerEntry
@@ -814,10 +814,10 @@ func (t *Tracker) ActiveCustom(name string) (int, bool) {
 // than the custom trackers. Each count is exact when read; while updates
 // and purges run, counts read one after the other may be from slightly
 // different moments.
-func (t *Tracker) UpdateStats(s *TrackerStats) {
-	s.TrackerCounts = t.all.load()
+func (t *Tracker) UpdateStats(s *Stats) {
+	s.Counts = t.all.load()
 	s.Custom = slices.Grow(s.Custom[:0], len(t.custom))[:len(t.custom)]
 	for i := range s.Custom {
-		s.Custom[i] = CustomTrackerCounts{Name: t.custom[i].Name, TrackerCounts: t.counts[i].load()}
+		s.Custom[i] = CustomTrackerCounts{Name: t.custom[i].Name, Counts: t.counts[i].load()}
 	}
 }

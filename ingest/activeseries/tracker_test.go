@@ -1,4 +1,4 @@
-package ingest
+package activeseries
 
 import (
 	"errors"
@@ -18,11 +18,11 @@ import (
 )
 
 // newTestTracker returns a tracker with opts, failing the test on error.
-func newTestTracker(tb testing.TB, opts TrackerOptions) *Tracker {
+func newTestTracker(tb testing.TB, opts Options) *Tracker {
 	tb.Helper()
-	tr, err := NewTracker(opts)
+	tr, err := New(opts)
 	if err != nil {
-		tb.Fatalf("NewTracker(%+v) = %v", opts, err)
+		tb.Fatalf("New(%+v) = %v", opts, err)
 	}
 	return tr
 }
@@ -149,42 +149,42 @@ func TestNewTracker(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name        string
-		opts        TrackerOptions
+		opts        Options
 		wantStripes int
 		wantErr     string // a part of the error, "" for none
 	}{
-		{name: "zero", opts: TrackerOptions{}, wantStripes: DefaultTrackerStripes},
-		{name: "negative", opts: TrackerOptions{Stripes: -1}, wantStripes: DefaultTrackerStripes},
-		{name: "one", opts: TrackerOptions{Stripes: 1}, wantStripes: 1},
-		{name: "three", opts: TrackerOptions{Stripes: 3}, wantStripes: 4},
-		{name: "127", opts: TrackerOptions{Stripes: 127}, wantStripes: 128},
-		{name: "128", opts: TrackerOptions{Stripes: 128}, wantStripes: 128},
-		{name: "129", opts: TrackerOptions{Stripes: 129}, wantStripes: 256},
-		{name: "max", opts: TrackerOptions{Stripes: 1 << 16}, wantStripes: 1 << 16},
-		{name: "max+1", opts: TrackerOptions{Stripes: 1<<16 + 1}, wantErr: "65537 stripes"},
-		{name: "32 custom", opts: TrackerOptions{Custom: many[:32]}, wantStripes: DefaultTrackerStripes},
-		{name: "33 custom", opts: TrackerOptions{Custom: many}, wantErr: "33 custom trackers"},
-		{name: "no name", opts: TrackerOptions{Custom: []CustomTracker{{Matchers: []*labels.Matcher{m}}}}, wantErr: "no name"},
-		{name: "twice", opts: TrackerOptions{Custom: []CustomTracker{many[0], many[0]}}, wantErr: `"0" defined twice`},
-		{name: "no matchers", opts: TrackerOptions{Custom: []CustomTracker{{Name: "x"}}}, wantErr: "no matchers"},
-		{name: "nil matcher", opts: TrackerOptions{Custom: []CustomTracker{{Name: "x", Matchers: []*labels.Matcher{m, nil}}}}, wantErr: "nil matcher"},
+		{name: "zero", opts: Options{}, wantStripes: DefaultStripes},
+		{name: "negative", opts: Options{Stripes: -1}, wantStripes: DefaultStripes},
+		{name: "one", opts: Options{Stripes: 1}, wantStripes: 1},
+		{name: "three", opts: Options{Stripes: 3}, wantStripes: 4},
+		{name: "127", opts: Options{Stripes: 127}, wantStripes: 128},
+		{name: "128", opts: Options{Stripes: 128}, wantStripes: 128},
+		{name: "129", opts: Options{Stripes: 129}, wantStripes: 256},
+		{name: "max", opts: Options{Stripes: 1 << 16}, wantStripes: 1 << 16},
+		{name: "max+1", opts: Options{Stripes: 1<<16 + 1}, wantErr: "65537 stripes"},
+		{name: "32 custom", opts: Options{Custom: many[:32]}, wantStripes: DefaultStripes},
+		{name: "33 custom", opts: Options{Custom: many}, wantErr: "33 custom trackers"},
+		{name: "no name", opts: Options{Custom: []CustomTracker{{Matchers: []*labels.Matcher{m}}}}, wantErr: "no name"},
+		{name: "twice", opts: Options{Custom: []CustomTracker{many[0], many[0]}}, wantErr: `"0" defined twice`},
+		{name: "no matchers", opts: Options{Custom: []CustomTracker{{Name: "x"}}}, wantErr: "no matchers"},
+		{name: "nil matcher", opts: Options{Custom: []CustomTracker{{Name: "x", Matchers: []*labels.Matcher{m, nil}}}}, wantErr: "nil matcher"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := NewTracker(tc.opts)
+			tr, err := New(tc.opts)
 			if tc.wantErr != "" {
-				if !errors.Is(err, ErrTrackerOptions) || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("NewTracker(%s) = %v, want an ErrTrackerOptions about %q", tc.name, err, tc.wantErr)
+				if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("New(%s) = %v, want an ErrOptions about %q", tc.name, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("NewTracker(%s) = %v, want no error", tc.name, err)
+				t.Fatalf("New(%s) = %v, want no error", tc.name, err)
 			}
 			if got := len(tr.stripes); got != tc.wantStripes {
-				t.Fatalf("NewTracker(%s) has %d stripes, want %d", tc.name, got, tc.wantStripes)
+				t.Fatalf("New(%s) has %d stripes, want %d", tc.name, got, tc.wantStripes)
 			}
 			if tr.Active() != 0 {
-				t.Fatalf("NewTracker(%s).Active() = %d, want 0", tc.name, tr.Active())
+				t.Fatalf("New(%s).Active() = %d, want 0", tc.name, tr.Active())
 			}
 		})
 	}
@@ -299,20 +299,20 @@ type trackerOp struct {
 
 	wantCreated bool
 	wantPurged  int
-	want        TrackerCounts // after the step
+	want        Counts // after the step
 }
 
 func TestTrackerUpdate(t *testing.T) {
-	float := func(series int, hash uint64, now int64, created bool, want TrackerCounts) trackerOp {
+	float := func(series int, hash uint64, now int64, created bool, want Counts) trackerOp {
 		return trackerOp{series: series, hash: hash, buckets: -1, now: now, wantCreated: created, want: want}
 	}
-	hist := func(series int, hash uint64, buckets int, now int64, created bool, want TrackerCounts) trackerOp {
+	hist := func(series int, hash uint64, buckets int, now int64, created bool, want Counts) trackerOp {
 		return trackerOp{series: series, hash: hash, buckets: buckets, now: now, wantCreated: created, want: want}
 	}
-	purge := func(keepFrom int64, purged int, want TrackerCounts) trackerOp {
+	purge := func(keepFrom int64, purged int, want Counts) trackerOp {
 		return trackerOp{purge: true, now: keepFrom, wantPurged: purged, want: want}
 	}
-	c := func(series, hists, buckets int) TrackerCounts { return TrackerCounts{series, hists, buckets} }
+	c := func(series, hists, buckets int) Counts { return Counts{series, hists, buckets} }
 	big := math.MaxInt // a variable, for 32-bit platforms
 	for _, tc := range []struct {
 		name string
@@ -365,8 +365,8 @@ func TestTrackerUpdate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sets := trackerTestLabels(2)
-			for _, stripes := range []int{1, 2, DefaultTrackerStripes} {
-				tr := newTestTracker(t, TrackerOptions{Stripes: stripes})
+			for _, stripes := range []int{1, 2, DefaultStripes} {
+				tr := newTestTracker(t, Options{Stripes: stripes})
 				for i, op := range tc.ops {
 					if op.purge {
 						if got := tr.Purge(op.now); got != op.wantPurged {
@@ -383,10 +383,10 @@ func TestTrackerUpdate(t *testing.T) {
 							t.Fatalf("stripes=%d, step %d: update of series %d = %v, want %v", stripes, i, op.series, created, op.wantCreated)
 						}
 					}
-					var st TrackerStats
+					var st Stats
 					tr.UpdateStats(&st)
-					if st.TrackerCounts != op.want || tr.Active() != op.want.Series {
-						t.Fatalf("stripes=%d, step %d: counts %+v, Active() = %d, want %+v", stripes, i, st.TrackerCounts, tr.Active(), op.want)
+					if st.Counts != op.want || tr.Active() != op.want.Series {
+						t.Fatalf("stripes=%d, step %d: counts %+v, Active() = %d, want %+v", stripes, i, st.Counts, tr.Active(), op.want)
 					}
 					tr.check(t)
 				}
@@ -396,10 +396,10 @@ func TestTrackerUpdate(t *testing.T) {
 }
 
 func TestTrackerUpdateHistogramNegativePanics(t *testing.T) {
-	tr := newTestTracker(t, TrackerOptions{})
+	tr := newTestTracker(t, Options{})
 	defer func() {
-		if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "ingest: ") {
-			t.Fatalf("UpdateHistogram(buckets=-1) panicked with %v, want an \"ingest: \" panic", r)
+		if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "activeseries: ") {
+			t.Fatalf("UpdateHistogram(buckets=-1) panicked with %v, want an \"activeseries: \" panic", r)
 		}
 	}()
 	tr.UpdateHistogram(1, labels.FromStrings("a", "b"), -1, 0)
@@ -424,7 +424,7 @@ func TestTrackerCollisions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sets := trackerTestLabels(tc.n)
 			for _, stripes := range []int{1, 16} {
-				tr := newTestTracker(t, TrackerOptions{Stripes: stripes})
+				tr := newTestTracker(t, Options{Stripes: stripes})
 				for i, ls := range sets {
 					if !tr.Update(tc.hash(i), ls, int64(i%2)) {
 						t.Fatalf("Update(series %d) = false, want true (new)", i)
@@ -459,7 +459,7 @@ func TestTrackerCollisions(t *testing.T) {
 }
 
 func TestTrackerCustom(t *testing.T) {
-	tr := newTestTracker(t, TrackerOptions{Stripes: 4, Custom: []CustomTracker{
+	tr := newTestTracker(t, Options{Stripes: 4, Custom: []CustomTracker{
 		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
 		{Name: "not-b-even", Matchers: []*labels.Matcher{
 			labels.MustNewMatcher(labels.MatchNotEqual, "team", "b"),
@@ -477,16 +477,16 @@ func TestTrackerCustom(t *testing.T) {
 		}
 	}
 	// team-a: 0 3 | 6 9; not-b-even: 0 2 | 6 8; histograms 6..11.
-	want := TrackerStats{
-		TrackerCounts: TrackerCounts{12, 6, 6 + 7 + 8 + 9 + 10 + 11},
+	want := Stats{
+		Counts: Counts{12, 6, 6 + 7 + 8 + 9 + 10 + 11},
 		Custom: []CustomTrackerCounts{
-			{"team-a", TrackerCounts{4, 2, 6 + 9}},
-			{"not-b-even", TrackerCounts{4, 2, 6 + 8}},
-			{"no-zone", TrackerCounts{12, 6, 51}},
-			{"none", TrackerCounts{}},
+			{"team-a", Counts{4, 2, 6 + 9}},
+			{"not-b-even", Counts{4, 2, 6 + 8}},
+			{"no-zone", Counts{12, 6, 51}},
+			{"none", Counts{}},
 		},
 	}
-	got := TrackerStats{Custom: make([]CustomTrackerCounts, 1, 8)}
+	got := Stats{Custom: make([]CustomTrackerCounts, 1, 8)}
 	tr.UpdateStats(&got)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("UpdateStats() = %+v, want %+v", got, want)
@@ -504,13 +504,13 @@ func TestTrackerCustom(t *testing.T) {
 	// takes their counts away. not-b-even: 0 2 | 6 8 (10 is team b).
 	tr.UpdateHistogram(sets[6].Hash(), sets[6], 100, 2)
 	tr.Purge(2)
-	want = TrackerStats{
-		TrackerCounts: TrackerCounts{6, 6, 100 + 7 + 8 + 9 + 10 + 11},
+	want = Stats{
+		Counts: Counts{6, 6, 100 + 7 + 8 + 9 + 10 + 11},
 		Custom: []CustomTrackerCounts{
-			{"team-a", TrackerCounts{2, 2, 100 + 9}},
-			{"not-b-even", TrackerCounts{2, 2, 100 + 8}},
-			{"no-zone", TrackerCounts{6, 6, 145}},
-			{"none", TrackerCounts{}},
+			{"team-a", Counts{2, 2, 100 + 9}},
+			{"not-b-even", Counts{2, 2, 100 + 8}},
+			{"no-zone", Counts{6, 6, 145}},
+			{"none", Counts{}},
 		},
 	}
 	tr.UpdateStats(&got)
@@ -563,12 +563,12 @@ func (m *trackerModel) purge(keepFrom int64) int {
 	return n
 }
 
-func (m *trackerModel) stats() TrackerStats {
-	var st TrackerStats
+func (m *trackerModel) stats() Stats {
+	var st Stats
 	for _, c := range m.custom {
 		st.Custom = append(st.Custom, CustomTrackerCounts{Name: c.Name})
 	}
-	add := func(c *TrackerCounts, s *trackerModelSeries) {
+	add := func(c *Counts, s *trackerModelSeries) {
 		c.Series++
 		if s.buckets >= 0 {
 			c.NativeHistograms++
@@ -576,10 +576,10 @@ func (m *trackerModel) stats() TrackerStats {
 		}
 	}
 	for _, s := range m.series {
-		add(&st.TrackerCounts, s)
+		add(&st.Counts, s)
 		for i, ok := range s.custom {
 			if ok {
-				add(&st.Custom[i].TrackerCounts, s)
+				add(&st.Custom[i].Counts, s)
 			}
 		}
 	}
@@ -618,7 +618,7 @@ func TestTrackerDifferential(t *testing.T) {
 					hashes[i] = uint64(r.IntN(3))
 				}
 			}
-			tr := newTestTracker(t, TrackerOptions{Stripes: tc.stripes, Custom: custom})
+			tr := newTestTracker(t, Options{Stripes: tc.stripes, Custom: custom})
 			m := &trackerModel{series: map[string]*trackerModelSeries{}, custom: custom}
 			clock := int64(100)
 			for step := range tc.ops {
@@ -656,7 +656,7 @@ func TestTrackerDifferential(t *testing.T) {
 					}
 				}
 				if step%97 == 0 {
-					var got TrackerStats
+					var got Stats
 					tr.UpdateStats(&got)
 					if want := m.stats(); !reflect.DeepEqual(got, want) {
 						t.Fatalf("step %d: UpdateStats() = %+v, want %+v", step, got, want)
@@ -664,7 +664,7 @@ func TestTrackerDifferential(t *testing.T) {
 				}
 			}
 			tr.check(t)
-			var got TrackerStats
+			var got Stats
 			tr.UpdateStats(&got)
 			if want := m.stats(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("UpdateStats() = %+v, want %+v", got, want)
@@ -690,7 +690,7 @@ func TestTrackerCompact(t *testing.T) {
 		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
 			const n = 10_000
 			sets := trackerTestLabels(n)
-			tr := newTestTracker(t, TrackerOptions{Stripes: 1})
+			tr := newTestTracker(t, Options{Stripes: 1})
 			for i, ls := range sets {
 				tr.Update(ls.Hash(), ls, int64(i))
 			}
@@ -733,14 +733,14 @@ func TestTrackerCompact(t *testing.T) {
 func TestTrackerAllocs(t *testing.T) {
 	ls := labels.FromStrings("__name__", "up", "job", "api")
 	custom := []CustomTracker{{Name: "api", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "job", "a.*")}}}
-	tr := newTestTracker(t, TrackerOptions{Custom: custom})
+	tr := newTestTracker(t, Options{Custom: custom})
 	const n = 10_000
 	for i := range uint64(n) {
 		tr.Update(trackerMix(i), ls, 1)
 	}
 	tr.UpdateHistogram(trackerMix(n), ls, 10, 1)
 	now := int64(2)
-	st := TrackerStats{Custom: make([]CustomTrackerCounts, 0, 1)}
+	st := Stats{Custom: make([]CustomTrackerCounts, 0, 1)}
 	for _, tc := range []struct {
 		name string
 		f    func()
@@ -766,7 +766,7 @@ func TestTrackerAllocs(t *testing.T) {
 		if testing.Short() || trackerRaceEnabled() {
 			t.Skip("adds 1M series (20 times slower under the race detector)")
 		}
-		tr := newTestTracker(t, TrackerOptions{Custom: custom})
+		tr := newTestTracker(t, Options{Custom: custom})
 		const batch = 10_000
 		next := uint64(0)
 		perBatch := testing.AllocsPerRun(99, func() {
@@ -787,7 +787,7 @@ func TestTrackerAllocs(t *testing.T) {
 	// array, the chunks, the index and the table); the old ones are
 	// garbage.
 	t.Run("Purge", func(t *testing.T) {
-		tr := newTestTracker(t, TrackerOptions{})
+		tr := newTestTracker(t, Options{})
 		const n = 100_000
 		for i := range uint64(n) {
 			tr.Update(trackerMix(i), ls, 2)
@@ -822,7 +822,7 @@ func TestTrackerConcurrent(t *testing.T) {
 			hashes[i] = uint64(i % 3) // collisions
 		}
 	}
-	tr := newTestTracker(t, TrackerOptions{Stripes: 2, Custom: []CustomTracker{
+	tr := newTestTracker(t, Options{Stripes: 2, Custom: []CustomTracker{
 		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
 	}})
 	const writers, updates = 4, 50_000
@@ -867,7 +867,7 @@ func TestTrackerConcurrent(t *testing.T) {
 	})
 	for range 2 {
 		others.Go(func() {
-			var st TrackerStats
+			var st Stats
 			for {
 				select {
 				case <-stop:
@@ -877,7 +877,7 @@ func TestTrackerConcurrent(t *testing.T) {
 					n := tr.Active()
 					a, _ := tr.ActiveCustom("team-a")
 					if n < 0 || n > len(sets) || a < 0 || a > n+len(sets) || st.NativeHistograms < 0 || st.NativeHistogramBuckets < 0 {
-						t.Errorf("counts out of range: Active() = %d, team-a %d, %+v", n, a, st.TrackerCounts)
+						t.Errorf("counts out of range: Active() = %d, team-a %d, %+v", n, a, st.Counts)
 						return
 					}
 				}
@@ -962,7 +962,7 @@ func TestTrackerMemoryPerSeries(t *testing.T) {
 				}
 				return c
 			}
-			tr := newTestTracker(t, TrackerOptions{})
+			tr := newTestTracker(t, Options{})
 			for i := range uint64(tc.n) {
 				tr.Update(trackerMix(i), ls, 1)
 			}

@@ -1,4 +1,4 @@
-package ingest_test
+package activeseries_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/activeseries"
 )
 
 // An ingester counts a tenant's active series as it appends them to its
@@ -39,9 +39,9 @@ func ExampleTracker() {
 	if err != nil {
 		panic(err)
 	}
-	tracker, err := ingest.NewTracker(ingest.TrackerOptions{
+	tracker, err := activeseries.New(activeseries.Options{
 		Stripes: 16, // a small tenant
-		Custom:  []ingest.CustomTracker{{Name: "api", Matchers: apiMatchers}},
+		Custom:  []activeseries.CustomTracker{{Name: "api", Matchers: apiMatchers}},
 	})
 	if err != nil {
 		panic(err)
@@ -88,7 +88,7 @@ func ExampleTracker() {
 
 	const idleTimeout = 90 // seconds
 	fmt.Println("purged:", tracker.Purge(120-idleTimeout))
-	var stats ingest.TrackerStats
+	var stats activeseries.Stats
 	tracker.UpdateStats(&stats)
 	fmt.Printf("active: %d series, %d native histograms with %d buckets\n",
 		stats.Series, stats.NativeHistograms, stats.NativeHistogramBuckets)

@@ -1,4 +1,4 @@
-package ingest
+package activeseries
 
 import (
 	"fmt"
@@ -34,16 +34,16 @@ func gathered(t *testing.T, reg *prometheus.Registry) []string {
 
 func TestTrackerCollector(t *testing.T) {
 	api := CustomTracker{Name: "api", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "api")}}
-	a, err := NewTracker(TrackerOptions{Custom: []CustomTracker{api}})
+	a, err := New(Options{Custom: []CustomTracker{api}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := NewTracker(TrackerOptions{})
+	b, err := New(Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewTrackerCollector(a, "team-a"), NewTrackerCollector(b, "team-b"))
+	reg.MustRegister(NewCollector(a, "team-a"), NewCollector(b, "team-b"))
 
 	up := labels.FromStrings("__name__", "up", "job", "api")
 	lat := labels.FromStrings("__name__", "latency", "job", "api")

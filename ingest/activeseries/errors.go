@@ -1,0 +1,8 @@
+package activeseries
+
+import "errors"
+
+// ErrOptions is returned by [New] when its options are invalid: too many
+// stripes or custom trackers, or a custom tracker without a name, with a
+// name used twice, or without matchers.
+var ErrOptions = errors.New("activeseries: invalid tracker options")

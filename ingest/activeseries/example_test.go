@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"time"
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
@@ -58,8 +59,9 @@ func ExampleTracker() {
 		PositiveSpans:   []histogram.Span{{Offset: -2, Length: 2}},
 		PositiveBuckets: []int64{1, 1}, // deltas: 1 and 2 observations
 	}
-	// push appends a sample of each of the given series at second now, as a
-	// remote-write request would, and tracks each series.
+	// push appends a sample of each of the given series at now, in
+	// milliseconds since the Unix epoch, as a remote-write request would,
+	// and tracks each series at that time.
 	push := func(now int64, which ...int) {
 		app := head.AppenderV2(context.Background())
 		for _, i := range which {
@@ -68,7 +70,7 @@ func ExampleTracker() {
 			if i == 3 {
 				h = latency
 			}
-			if _, err := app.Append(0, ls, 0, now*1000, 1, h, nil, storage.AOptions{}); err != nil {
+			if _, err := app.Append(0, ls, 0, now, 1, h, nil, storage.AOptions{}); err != nil {
 				panic(err)
 			}
 			if h != nil {
@@ -82,12 +84,14 @@ func ExampleTracker() {
 		}
 	}
 
-	push(0, 0, 1, 2, 3)
-	push(60, 0, 2, 3) // the 500s stop
-	push(120, 0, 2, 3)
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	push(start.UnixMilli(), 0, 1, 2, 3)
+	push(start.Add(time.Minute).UnixMilli(), 0, 2, 3) // the 500s stop
+	now := start.Add(2 * time.Minute)
+	push(now.UnixMilli(), 0, 2, 3)
 
-	const idleTimeout = 90 // seconds
-	fmt.Println("purged:", tracker.Purge(120-idleTimeout))
+	const idleTimeout = 90 * time.Second
+	fmt.Println("purged:", tracker.Purge(now.Add(-idleTimeout).UnixMilli()))
 	var stats activeseries.Stats
 	tracker.UpdateStats(&stats)
 	fmt.Printf("active: %d series, %d native histograms with %d buckets\n",

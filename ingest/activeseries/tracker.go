@@ -62,8 +62,9 @@ type CustomTracker struct {
 	// Name identifies the custom tracker in [Stats] and
 	// [Tracker.ActiveCustom]. It must not be empty, nor used twice.
 	Name string
-	// Matchers must all match a series for it to be counted; there must be
-	// at least one.
+	// Matchers must all match a series for it to be counted. An empty
+	// list matches every series, as in Cortex, so that a custom tracker can
+	// count all of a tenant's series beside narrower ones.
 	Matchers []*labels.Matcher
 }
 
@@ -131,6 +132,9 @@ type Stats struct {
 // from several cores share nothing but the entries they update: no lock's
 // cache line moves between the cores (BenchmarkTrackerUpdate, state=
 // existing). A Tracker must not be copied.
+//
+// The zero value is not usable: a Tracker is made by [New], and an update
+// of one that was not panics with "activeseries: Tracker not made by New".
 type Tracker struct {
 	stripes []trackerStripe // the slice is immutable
 	mask    uint64          // len(stripes)-1, immutable
@@ -350,9 +354,6 @@ func New(opts Options) (*Tracker, error) {
 		if _, ok := names[c.Name]; ok {
 			return nil, fmt.Errorf("%w: custom tracker %q defined twice", ErrOptions, c.Name)
 		}
-		if len(c.Matchers) == 0 {
-			return nil, fmt.Errorf("%w: custom tracker %q has no matchers", ErrOptions, c.Name)
-		}
 		if slices.Contains(c.Matchers, nil) {
 			return nil, fmt.Errorf("%w: custom tracker %q has a nil matcher", ErrOptions, c.Name)
 		}
@@ -374,8 +375,10 @@ func New(opts Options) (*Tracker, error) {
 }
 
 // Update records that the float series with the given labels was seen at
-// now, any clock in any unit, the same as [Tracker.Purge] is given (now =
-// math.MinInt64 is taken as math.MinInt64+1). A series seen before keeps
+// now, in milliseconds since the Unix epoch, as Prometheus timestamps, the
+// unit [Tracker.Purge] takes too (now = math.MinInt64 is taken as
+// math.MinInt64+1). A receiver passes the time it received the request,
+// time.Now().UnixMilli(), rather than the samples' timestamps. A series seen before keeps
 // the later of its times. hash is the hash of ls, such as
 // labels.Labels.Hash, computed by the caller: it must be the same for every
 // update of a series and should be well mixed; series whose hashes collide
@@ -408,6 +411,9 @@ func (t *Tracker) UpdateHistogram(hash uint64, ls labels.Labels, buckets int, no
 }
 
 func (t *Tracker) update(hash uint64, ls labels.Labels, now int64, hist uint32) bool {
+	if t.stripes == nil {
+		panic("activeseries: Tracker not made by New")
+	}
 	if now == trackerDead {
 		now++
 	}
@@ -636,8 +642,10 @@ func trackerPlace(index []uint64, tag, i uint32) {
 	index[p] = uint64(tag)<<32 | uint64(i+1)
 }
 
-// Purge drops the series last seen before keepFrom, in the unit of the
-// times given to [Tracker.Update], and returns how many it dropped. It
+// Purge drops the series last seen before keepFrom, in milliseconds since
+// the Unix epoch, as Prometheus timestamps (such as
+// time.Now().Add(-idleTimeout).UnixMilli()), and returns how many it
+// dropped. It
 // locks one stripe at a time, for a pass over the stripe's entries in
 // memory order and, if it finds series to drop, one over its index and one
 // over its entries that copies the others to new tables sized for them

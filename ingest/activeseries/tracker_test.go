@@ -166,7 +166,7 @@ func TestNewTracker(t *testing.T) {
 		{name: "33 custom", opts: Options{Custom: many}, wantErr: "33 custom trackers"},
 		{name: "no name", opts: Options{Custom: []CustomTracker{{Matchers: []*labels.Matcher{m}}}}, wantErr: "no name"},
 		{name: "twice", opts: Options{Custom: []CustomTracker{many[0], many[0]}}, wantErr: `"0" defined twice`},
-		{name: "no matchers", opts: Options{Custom: []CustomTracker{{Name: "x"}}}, wantErr: "no matchers"},
+		{name: "no matchers", opts: Options{Custom: []CustomTracker{{Name: "x"}}}, wantStripes: DefaultStripes},
 		{name: "nil matcher", opts: Options{Custom: []CustomTracker{{Name: "x", Matchers: []*labels.Matcher{m, nil}}}}, wantErr: "nil matcher"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -972,5 +972,64 @@ func TestTrackerMemoryPerSeries(t *testing.T) {
 		if tc.impl == "ingestkit" && tc.n == 1_000_000 && perSeries > limit {
 			t.Errorf("impl=%s: %.1f bytes per series at %d series, want at most %.0f", tc.impl, perSeries, tc.n, limit)
 		}
+	}
+}
+
+// TestTrackerEmptyMatchers checks that a custom tracker without matchers
+// counts every series, as Cortex's does. Before, New refused it.
+func TestTrackerEmptyMatchers(t *testing.T) {
+	tr := newTestTracker(t, Options{Custom: []CustomTracker{
+		{Name: "all"},
+		{Name: "all-too", Matchers: []*labels.Matcher{}},
+		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
+	}})
+	series := trackerTestLabels(10)
+	for _, ls := range series {
+		tr.Update(ls.Hash(), ls, 1)
+	}
+	for _, tc := range []struct {
+		name string
+		want int
+	}{{"all", 10}, {"all-too", 10}, {"team-a", 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, ok := tr.ActiveCustom(tc.name); !ok || got != tc.want {
+				t.Fatalf("ActiveCustom(%q) = %d, %v, want %d, true", tc.name, got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestTrackerZeroValue checks that a zero Tracker reads as empty and that
+// an update of it panics with the package's name, not an index error.
+func TestTrackerZeroValue(t *testing.T) {
+	var tr Tracker
+	if got := tr.Active(); got != 0 {
+		t.Fatalf("Tracker{}.Active() = %d, want 0", got)
+	}
+	if got := tr.Purge(1); got != 0 {
+		t.Fatalf("Tracker{}.Purge(1) = %d, want 0", got)
+	}
+	var s Stats
+	tr.UpdateStats(&s)
+	if s.Series != 0 || len(s.Custom) != 0 {
+		t.Fatalf("Tracker{}.UpdateStats = %+v, want zero", s)
+	}
+	ls := labels.FromStrings("a", "b")
+	for _, tc := range []struct {
+		name   string
+		update func()
+	}{
+		{"Update", func() { tr.Update(ls.Hash(), ls, 1) }},
+		{"UpdateHistogram", func() { tr.UpdateHistogram(ls.Hash(), ls, 1, 1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.HasPrefix(msg, "activeseries: ") {
+					t.Fatalf("Tracker{}.%s panicked with %q, want a panic starting %q", tc.name, msg, "activeseries: ")
+				}
+			}()
+			tc.update()
+		})
 	}
 }

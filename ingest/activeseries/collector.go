@@ -4,9 +4,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Collector exports the counts of a [Tracker] for one tenant as
-// gauges named as Mimir's ingester names them, so that its dashboards and
-// alerts keep working in a fork that swaps its tracker for this one:
+// CollectorOptions are the settings of a [Collector]. The zero value
+// exports the counts with no user label.
+//
+// It is a plain value, safe for concurrent use once built and not
+// modified afterwards.
+type CollectorOptions struct {
+	// Tenant, if not empty, is the value of a constant user label on every
+	// gauge, as Mimir's ingester labels them. Collectors of several
+	// tenants' trackers then register in one registry: their descriptions
+	// differ by the label's value.
+	Tenant string
+	// ConstLabels are more labels with fixed values on every gauge. They
+	// must not name user when Tenant is set, nor name, which the
+	// custom-tracker gauges vary by.
+	ConstLabels prometheus.Labels
+}
+
+// Collector exports the counts of a [Tracker] as gauges named as Mimir's
+// ingester names them, so that its dashboards and alerts keep working in a
+// fork that swaps its tracker for this one:
 //
 //	cortex_ingester_active_series{user}
 //	cortex_ingester_active_native_histogram_series{user}
@@ -15,25 +32,30 @@ import (
 //	cortex_ingester_active_native_histogram_series_custom_tracker{user, name}
 //	cortex_ingester_active_native_histogram_buckets_custom_tracker{user, name}
 //
-// The custom-tracker gauges have one series per [CustomTracker]. A
-// collector per tenant registers in one registry: their descriptions differ
-// by the user label.
+// The custom-tracker gauges have one series per [CustomTracker]. No name
+// is one that a Prometheus tsdb.DB or tsdb.Head registers, so a Collector
+// registers beside them in one registry (TestCollectorBesideTSDB).
 //
 // Collect reads the tracker's maintained totals ([Tracker.UpdateStats]) and
-// walks no series. A Collector is safe for concurrent use by
-// multiple goroutines.
+// walks no series. A Collector is safe for concurrent use by multiple
+// goroutines.
 type Collector struct {
 	t                                     *Tracker
 	series, histograms, buckets           *prometheus.Desc
 	customSeries, customHists, customBkts *prometheus.Desc
 }
 
-// NewCollector returns a collector of t's counts, labelled with
-// user="tenant".
-func NewCollector(t *Tracker, tenant string) *Collector {
-	user := prometheus.Labels{"user": tenant}
+// NewCollector returns a collector of t's counts, with the labels of opts.
+func NewCollector(t *Tracker, opts CollectorOptions) *Collector {
+	constLabels := prometheus.Labels{}
+	for k, v := range opts.ConstLabels {
+		constLabels[k] = v
+	}
+	if opts.Tenant != "" {
+		constLabels["user"] = opts.Tenant
+	}
 	desc := func(name, help string, variable ...string) *prometheus.Desc {
-		return prometheus.NewDesc(name, help, variable, user)
+		return prometheus.NewDesc(name, help, variable, constLabels)
 	}
 	return &Collector{
 		t:            t,

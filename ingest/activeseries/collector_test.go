@@ -2,12 +2,14 @@ package activeseries
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb"
 )
 
 // gathered returns every metric in reg as `name{label="value",...} value`
@@ -32,7 +34,7 @@ func gathered(t *testing.T, reg *prometheus.Registry) []string {
 	return out
 }
 
-func TestTrackerCollector(t *testing.T) {
+func TestCollector(t *testing.T) {
 	api := CustomTracker{Name: "api", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "api")}}
 	a, err := New(Options{Custom: []CustomTracker{api}})
 	if err != nil {
@@ -43,7 +45,7 @@ func TestTrackerCollector(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(a, "team-a"), NewCollector(b, "team-b"))
+	reg.MustRegister(NewCollector(a, CollectorOptions{Tenant: "team-a"}), NewCollector(b, CollectorOptions{Tenant: "team-b"}))
 
 	up := labels.FromStrings("__name__", "up", "job", "api")
 	lat := labels.FromStrings("__name__", "latency", "job", "api")
@@ -81,6 +83,42 @@ func TestTrackerCollector(t *testing.T) {
 	} {
 		if !strings.Contains(got, line) {
 			t.Fatalf("after purge, gathered:\n%s\nwant a line %s", got, line)
+		}
+	}
+}
+
+// TestCollectorBesideTSDB registers a Collector in the registry of a real
+// tsdb.DB, with the DB's own metrics, and gathers both.
+func TestCollectorBesideTSDB(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	db, err := tsdb.Open(t.TempDir(), slog.New(slog.DiscardHandler), reg, tsdb.DefaultOptions(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tr, err := New(Options{Custom: []CustomTracker{{Name: "all"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, opts := range []CollectorOptions{
+		{Tenant: "a", ConstLabels: prometheus.Labels{"zone": "z1"}},
+		{Tenant: "b", ConstLabels: prometheus.Labels{"zone": "z1"}},
+	} {
+		if err := reg.Register(NewCollector(tr, opts)); err != nil {
+			t.Fatalf("Register(NewCollector(%+v)) beside a tsdb.DB = %v, want no error", opts, err)
+		}
+	}
+	ls := labels.FromStrings("__name__", "up")
+	tr.Update(ls.Hash(), ls, 1)
+	got := strings.Join(gathered(t, reg), "\n")
+	for _, line := range []string{
+		`cortex_ingester_active_series{user="a",zone="z1"} 1`,
+		`cortex_ingester_active_series{user="b",zone="z1"} 1`,
+		`cortex_ingester_active_series_custom_tracker{name="all",user="b",zone="z1"} 1`,
+		`prometheus_tsdb_head_series{} 0`,
+	} {
+		if !strings.Contains(got, line) {
+			t.Fatalf("gathered:\n%s\nwant a line %s", got, line)
 		}
 	}
 }

@@ -138,19 +138,52 @@ type Stats struct {
 type Tracker struct {
 	stripes []trackerStripe // the slice is immutable
 	mask    uint64          // len(stripes)-1, immutable
-	custom  []CustomTracker // immutable
-	names   map[string]int  // index in custom by name, immutable
+	// custom is the current version of the custom trackers, which readers
+	// of the counts use; every stripe's is the same but while
+	// ReloadCustomTrackers runs. Stored under purgeMu.
+	custom atomic.Pointer[customSet]
 
 	// Keeps the fields above, read on every update, off the cache line of
 	// the counters, written on every new series.
 	_ [64]byte
 
-	all    trackerCounts   // atomic
-	counts []trackerCounts // one per custom tracker; the slice is immutable, the counts atomic
+	all trackerCounts // atomic
 
 	purgeMu sync.Mutex
 	dropped []trackerDelta // per custom tracker, what a purge of a stripe dropped; guarded by purgeMu
 	tags    []uint32       // a purged stripe's tags by entry; guarded by purgeMu
+}
+
+// customSet is a version of a tracker's custom trackers: immutable but for
+// the counts, which are atomic. A series' entry records the custom
+// trackers it matched as a mask of indexes in the version of its stripe
+// (trackerStripe.custom). A counter is shared by the versions that keep its
+// custom tracker unchanged, so that a reload does not touch it.
+type customSet struct {
+	custom []CustomTracker
+	names  map[string]int   // index in custom by name
+	counts []*trackerCounts // one per custom tracker
+}
+
+// match returns the mask of the custom trackers of cs that ls matches.
+func (cs *customSet) match(ls labels.Labels) uint32 {
+	var mask uint32
+	for i := range cs.custom {
+		if matchesAll(cs.custom[i].Matchers, ls) {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
+// matchesAll reports whether every matcher of ms accepts ls.
+func matchesAll(ms []*labels.Matcher, ls labels.Labels) bool {
+	for _, m := range ms {
+		if !m.Matches(ls.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
 }
 
 // trackerCounts are the counters behind Counts.
@@ -207,9 +240,14 @@ type trackerStripe struct {
 	// set it, under mu; Purge reads it without. Atomic.
 	oldest atomic.Int64
 
+	// custom is the version of the custom trackers that the masks of the
+	// stripe's entries refer to, and whose counters its series count in;
+	// guarded by mu.
+	custom *customSet
+
 	used uint32 // entries of table in use, all indexed; guarded by mu
 
-	_ [44]byte // 128 bytes a stripe, in two cache lines
+	_ [36]byte // 128 bytes a stripe, in two cache lines
 }
 
 // trackerTable is a version of a stripe's series.
@@ -343,35 +381,69 @@ func New(opts Options) (*Tracker, error) {
 	if n > maxStripes {
 		return nil, fmt.Errorf("%w: %d stripes, at most %d", ErrOptions, opts.Stripes, maxStripes)
 	}
-	if len(opts.Custom) > MaxCustomTrackers {
-		return nil, fmt.Errorf("%w: %d custom trackers, at most %d", ErrOptions, len(opts.Custom), MaxCustomTrackers)
-	}
-	names := make(map[string]int, len(opts.Custom))
-	for i, c := range opts.Custom {
-		if c.Name == "" {
-			return nil, fmt.Errorf("%w: custom tracker %d has no name", ErrOptions, i)
-		}
-		if _, ok := names[c.Name]; ok {
-			return nil, fmt.Errorf("%w: custom tracker %q defined twice", ErrOptions, c.Name)
-		}
-		if slices.Contains(c.Matchers, nil) {
-			return nil, fmt.Errorf("%w: custom tracker %q has a nil matcher", ErrOptions, c.Name)
-		}
-		names[c.Name] = i
+	cs, err := newCustomSet(opts.Custom, nil)
+	if err != nil {
+		return nil, err
 	}
 	n = 1 << bits.Len(uint(n-1)) // round up to a power of two
 	t := &Tracker{
 		stripes: make([]trackerStripe, n),
 		mask:    uint64(n - 1),
-		custom:  slices.Clone(opts.Custom),
-		names:   names,
-		counts:  make([]trackerCounts, len(opts.Custom)),
 		dropped: make([]trackerDelta, len(opts.Custom)),
 	}
+	t.custom.Store(cs)
 	for i := range t.stripes {
 		t.stripes[i].oldest.Store(math.MaxInt64)
+		t.stripes[i].custom = cs
 	}
 	return t, nil
+}
+
+// newCustomSet checks custom and returns a version of it, with the
+// counters of prev for the custom trackers that prev has unchanged (same
+// name and matchers), new ones for the others.
+func newCustomSet(custom []CustomTracker, prev *customSet) (*customSet, error) {
+	if len(custom) > MaxCustomTrackers {
+		return nil, fmt.Errorf("%w: %d custom trackers, at most %d", ErrOptions, len(custom), MaxCustomTrackers)
+	}
+	cs := &customSet{
+		custom: slices.Clone(custom),
+		names:  make(map[string]int, len(custom)),
+		counts: make([]*trackerCounts, len(custom)),
+	}
+	for i, c := range custom {
+		if c.Name == "" {
+			return nil, fmt.Errorf("%w: custom tracker %d has no name", ErrOptions, i)
+		}
+		if _, ok := cs.names[c.Name]; ok {
+			return nil, fmt.Errorf("%w: custom tracker %q defined twice", ErrOptions, c.Name)
+		}
+		if slices.Contains(c.Matchers, nil) {
+			return nil, fmt.Errorf("%w: custom tracker %q has a nil matcher", ErrOptions, c.Name)
+		}
+		cs.names[c.Name] = i
+		if j, ok := prev.kept(c); ok {
+			cs.counts[i] = prev.counts[j]
+		} else {
+			cs.counts[i] = new(trackerCounts)
+		}
+	}
+	return cs, nil
+}
+
+// kept returns the index in cs of a custom tracker with c's name and
+// matchers, and whether there is one. cs may be nil.
+func (cs *customSet) kept(c CustomTracker) (int, bool) {
+	if cs == nil {
+		return 0, false
+	}
+	j, ok := cs.names[c.Name]
+	if !ok {
+		return 0, false
+	}
+	return j, slices.EqualFunc(cs.custom[j].Matchers, c.Matchers, func(a, b *labels.Matcher) bool {
+		return a.Type == b.Type && a.Name == b.Name && a.Value == b.Value
+	})
 }
 
 // Update records that the float series with the given labels was seen at
@@ -461,11 +533,13 @@ func (t *Tracker) updateLocked(s *trackerStripe, tag uint32, ls labels.Labels, n
 	// lock, so that the matchers, which may be regular expressions, hold
 	// up no other writer.
 	var custom uint32
-	matched := miss && len(t.custom) > 0
+	pre := t.custom.Load()
+	matched := miss && len(pre.custom) > 0
 	if matched {
-		custom = t.match(ls)
+		custom = pre.match(ls)
 	}
 	s.mu.Lock()
+	cs := s.custom
 	cur := s.table.Load()
 	// Within a version of the table, slots are only ever filled: if the
 	// slot where the lookup ended is still empty, the series is still
@@ -478,15 +552,17 @@ func (t *Tracker) updateLocked(s *trackerStripe, tag uint32, ls labels.Labels, n
 				// The current version's entries are all alive.
 				trackerTouch(e, now)
 				if m := e.meta; uint32(m>>32) != hist {
-					t.setHist(e, m, hist)
+					t.setHist(cs, e, m, hist)
 				}
 				s.mu.Unlock()
 				return false
 			}
 		}
 	}
-	if !matched && len(t.custom) > 0 {
-		custom = t.match(ls)
+	if (!matched || cs != pre) && len(cs.custom) > 0 {
+		// Not matched yet, or with another version than the stripe's,
+		// which a reload is moving to a new one.
+		custom = cs.match(ls)
 	}
 	s.insert(cur, slot, tag, ls, now, uint64(hist)<<32|uint64(custom))
 	if now < s.oldest.Load() {
@@ -497,21 +573,22 @@ func (t *Tracker) updateLocked(s *trackerStripe, tag uint32, ls labels.Labels, n
 	d := trackerHistDelta(hist, 1)
 	t.all.add(d)
 	for ; custom != 0; custom &= custom - 1 {
-		t.counts[bits.TrailingZeros32(custom)].add(d)
+		cs.counts[bits.TrailingZeros32(custom)].add(d)
 	}
 	s.mu.Unlock()
 	return true
 }
 
 // setHist changes e's histogram state, whose meta is m, to hist, and the
-// counts with it. It requires the stripe's lock.
-func (t *Tracker) setHist(e *trackerEntry, m uint64, hist uint32) {
+// counts with it, those of the custom trackers in cs, its stripe's. It
+// requires the stripe's lock.
+func (t *Tracker) setHist(cs *customSet, e *trackerEntry, m uint64, hist uint32) {
 	atomic.StoreUint64(&e.meta, uint64(hist)<<32|m&math.MaxUint32)
 	before, after := trackerHistDelta(uint32(m>>32), 1), trackerHistDelta(hist, 1)
 	d := trackerDelta{histograms: after.histograms - before.histograms, buckets: after.buckets - before.buckets}
 	t.all.add(d)
 	for mask := uint32(m); mask != 0; mask &= mask - 1 {
-		t.counts[bits.TrailingZeros32(mask)].add(d)
+		cs.counts[bits.TrailingZeros32(mask)].add(d)
 	}
 }
 
@@ -524,21 +601,6 @@ func trackerHistDelta(hist uint32, sign int64) trackerDelta {
 		d.buckets = sign * int64(hist-1)
 	}
 	return d
-}
-
-// match returns the mask of the custom trackers ls matches.
-func (t *Tracker) match(ls labels.Labels) uint32 {
-	var mask uint32
-next:
-	for i, c := range t.custom {
-		for _, m := range c.Matchers {
-			if !m.Matches(ls.Get(m.Name)) {
-				continue next
-			}
-		}
-		mask |= 1 << i
-	}
-	return mask
 }
 
 // find returns the entry of the series with tag and labels ls, and its
@@ -774,8 +836,10 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 	s.used = n
 	s.oldest.Store(oldest)
 	t.all.add(dropped)
+	// Purges and reloads exclude each other: every stripe has the
+	// current version of the custom trackers.
 	for i, d := range t.dropped {
-		t.counts[i].add(d)
+		s.custom.counts[i].add(d)
 	}
 	return int(-dropped.series)
 }
@@ -810,11 +874,15 @@ func (t *Tracker) Active() int { return int(t.all.series.Load()) }
 // tracker with the given name, and whether there is such a custom tracker.
 // It looks the name up in a map, reads one counter and makes no allocation.
 func (t *Tracker) ActiveCustom(name string) (int, bool) {
-	i, ok := t.names[name]
+	cs := t.custom.Load()
+	if cs == nil {
+		return 0, false
+	}
+	i, ok := cs.names[name]
 	if !ok {
 		return 0, false
 	}
-	return int(t.counts[i].series.Load()), true
+	return int(cs.counts[i].series.Load()), true
 }
 
 // UpdateStats sets *s to the tracker's counts, overall and per custom
@@ -824,8 +892,104 @@ func (t *Tracker) ActiveCustom(name string) (int, bool) {
 // different moments.
 func (t *Tracker) UpdateStats(s *Stats) {
 	s.Counts = t.all.load()
-	s.Custom = slices.Grow(s.Custom[:0], len(t.custom))[:len(t.custom)]
+	s.Custom = s.Custom[:0]
+	cs := t.custom.Load()
+	if cs == nil {
+		return
+	}
+	s.Custom = slices.Grow(s.Custom, len(cs.custom))[:len(cs.custom)]
 	for i := range s.Custom {
-		s.Custom[i] = CustomTrackerCounts{Name: t.custom[i].Name, Counts: t.counts[i].load()}
+		s.Custom[i] = CustomTrackerCounts{Name: cs.custom[i].Name, Counts: cs.counts[i].load()}
+	}
+}
+
+// ReloadCustomTrackers replaces the tracker's custom trackers with custom,
+// checked as [New] checks [Options].Custom (it returns an error wrapping
+// [ErrOptions], and changes nothing, if they are invalid), and counts the
+// active series of the new ones at once: unlike Mimir's ingester, which
+// forgets its series on a reload and reports no counts until an idle
+// timeout has passed, the tracker holds every active series' labels and
+// matches them again. A custom tracker that custom keeps with the same name
+// and matchers, at any place in the list, keeps its counts, which the
+// reload does not touch and updates keep moving meanwhile; its series are
+// not matched again. Only the new and changed custom trackers evaluate
+// their matchers, once for each active series.
+//
+// The reload locks one stripe at a time, as [Tracker.Purge] does, and runs
+// neither with a purge nor with another reload. Until it returns, readers
+// of the counts see the previous custom trackers, and the counts of those
+// that custom drops or changes miss the series added meanwhile to the
+// stripes already moved to the new ones. It makes the new list, its map of
+// names, counters for the new custom trackers and, for the tracker, a
+// slice of a delta per custom tracker; it makes no allocation per series.
+func (t *Tracker) ReloadCustomTrackers(custom []CustomTracker) error {
+	if t.stripes == nil {
+		panic("activeseries: Tracker not made by New")
+	}
+	t.purgeMu.Lock()
+	defer t.purgeMu.Unlock()
+	prev := t.custom.Load()
+	next, err := newCustomSet(custom, prev)
+	if err != nil {
+		return err
+	}
+	// remap[j] is the bit in next of prev's custom tracker j, 0 if next
+	// drops or changes it; fresh lists the custom trackers of next whose
+	// matchers must be evaluated.
+	var remap [MaxCustomTrackers]uint32
+	var fresh []int
+	for i, c := range next.custom {
+		if j, ok := prev.kept(c); ok {
+			remap[j] = 1 << i
+		} else {
+			fresh = append(fresh, i)
+		}
+	}
+	for i := range t.stripes {
+		s := &t.stripes[i]
+		s.mu.Lock()
+		s.rematch(next, &remap, fresh)
+		s.custom = next
+		s.mu.Unlock()
+	}
+	t.custom.Store(next)
+	t.dropped = make([]trackerDelta, len(next.custom))
+	return nil
+}
+
+// rematch rewrites the custom-tracker masks of s's entries for next: a bit
+// of a kept custom tracker moves as remap says, and the custom trackers of
+// next listed in fresh are matched and count the entries they match. It
+// requires s.mu.
+func (s *trackerStripe) rematch(next *customSet, remap *[MaxCustomTrackers]uint32, fresh []int) {
+	tb := s.table.Load()
+	if tb == nil {
+		return
+	}
+	// The entries of the current table are all alive.
+	for i, left := 0, s.used; left > 0; i++ {
+		chunk := tb.chunks[i]
+		chunk = chunk[:min(uint32(len(chunk)), left)]
+		left -= uint32(len(chunk))
+		for j := range chunk {
+			e := &chunk[j]
+			m := e.meta
+			var mask uint32
+			for old := uint32(m); old != 0; old &= old - 1 {
+				mask |= remap[bits.TrailingZeros32(old)]
+			}
+			if len(fresh) > 0 {
+				d := trackerHistDelta(uint32(m>>32), 1)
+				for _, k := range fresh {
+					if matchesAll(next.custom[k].Matchers, e.lset) {
+						mask |= 1 << k
+						next.counts[k].add(d)
+					}
+				}
+			}
+			if mask != uint32(m) {
+				atomic.StoreUint64(&e.meta, m&^math.MaxUint32|uint64(mask))
+			}
+		}
 	}
 }

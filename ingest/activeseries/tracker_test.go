@@ -70,10 +70,14 @@ func trackerMix(x uint64) uint64 {
 func (t *Tracker) check(tb testing.TB) {
 	tb.Helper()
 	var all trackerDelta
-	custom := make([]trackerDelta, len(t.custom))
+	cs := t.custom.Load()
+	custom := make([]trackerDelta, len(cs.custom))
 	for si := range t.stripes {
 		s := &t.stripes[si]
 		s.mu.Lock()
+		if s.custom != cs {
+			tb.Fatalf("stripe %d: custom trackers %p, the tracker's %p", si, s.custom, cs)
+		}
 		table := s.table.Load()
 		if table == nil {
 			if s.used != 0 {
@@ -111,6 +115,9 @@ func (t *Tracker) check(tb testing.TB) {
 				tb.Fatalf("stripe %d: entry %d seen at %d, before the oldest hint %d", si, i, e.last, s.oldest.Load())
 			}
 			m := e.meta
+			if got, want := uint32(m), cs.match(e.lset); got != want {
+				tb.Fatalf("stripe %d: entry %d %s has custom mask %b, matches %b", si, i, e.lset, got, want)
+			}
 			d := trackerHistDelta(uint32(m>>32), 1)
 			all.series += d.series
 			all.histograms += d.histograms
@@ -134,9 +141,9 @@ func (t *Tracker) check(tb testing.TB) {
 		tb.Fatalf("counters = %+v, entries count %+v", got, all)
 	}
 	for i := range custom {
-		c := &t.counts[i]
+		c := cs.counts[i]
 		if got := (trackerDelta{c.series.Load(), c.histograms.Load(), c.buckets.Load()}); got != custom[i] {
-			tb.Fatalf("custom %q counters = %+v, entries count %+v", t.custom[i].Name, got, custom[i])
+			tb.Fatalf("custom %q counters = %+v, entries count %+v", cs.custom[i].Name, got, custom[i])
 		}
 	}
 }
@@ -850,6 +857,28 @@ func TestTrackerConcurrent(t *testing.T) {
 			}
 		})
 	}
+	// Reloads cycle through custom trackers that keep, move, change, drop
+	// and add some.
+	teamA := CustomTracker{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}}
+	reloads := [][]CustomTracker{
+		{teamA, {Name: "seven", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "i", ".*7")}}},
+		{{Name: "all"}, teamA},
+		{{Name: "seven", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "i", "1.*")}}, teamA},
+		{teamA},
+	}
+	others.Go(func() {
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+				if err := tr.ReloadCustomTrackers(reloads[k%len(reloads)]); err != nil {
+					t.Errorf("ReloadCustomTrackers = %v", err)
+					return
+				}
+			}
+		}
+	})
 	others.Go(func() {
 		for k := 0; ; k++ {
 			select {
@@ -1030,6 +1059,100 @@ func TestTrackerZeroValue(t *testing.T) {
 				}
 			}()
 			tc.update()
+		})
+	}
+}
+
+// TestTrackerReload checks that ReloadCustomTrackers counts the active
+// series of new and changed custom trackers at once, keeps the counters of
+// the unchanged ones, and changes nothing when the list is invalid.
+func TestTrackerReload(t *testing.T) {
+	eq := func(name, value string) []*labels.Matcher {
+		return []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, name, value)}
+	}
+	teamA := CustomTracker{Name: "team-a", Matchers: eq("team", "a")}
+	teamB := CustomTracker{Name: "team-b", Matchers: eq("team", "b")}
+	seven := CustomTracker{Name: "seven", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "i", ".*7")}}
+	many := make([]CustomTracker, MaxCustomTrackers+1)
+	for i := range many {
+		many[i] = CustomTracker{Name: fmt.Sprint(i), Matchers: eq("team", "c")}
+	}
+	series := trackerTestLabels(1000)
+	for _, tc := range []struct {
+		name    string
+		custom  []CustomTracker
+		kept    []string // custom trackers whose counters stay
+		wantErr string
+	}{
+		{name: "same", custom: []CustomTracker{teamA, teamB, seven}, kept: []string{"team-a", "team-b", "seven"}},
+		{name: "reordered", custom: []CustomTracker{seven, teamA, teamB}, kept: []string{"team-a", "team-b", "seven"}},
+		{name: "one dropped", custom: []CustomTracker{teamA, seven}, kept: []string{"team-a", "seven"}},
+		{name: "one added", custom: []CustomTracker{teamA, teamB, seven, {Name: "all"}}, kept: []string{"team-a", "team-b", "seven"}},
+		{name: "one changed", custom: []CustomTracker{teamA, {Name: "team-b", Matchers: eq("team", "c")}, seven}, kept: []string{"team-a", "seven"}},
+		{name: "renamed", custom: []CustomTracker{teamA, {Name: "b", Matchers: teamB.Matchers}, seven}, kept: []string{"team-a", "seven"}},
+		{name: "none", custom: nil},
+		{name: "32", custom: many[:32]},
+		{name: "33", custom: many, wantErr: "33 custom trackers"},
+		{name: "twice", custom: []CustomTracker{teamA, teamA}, wantErr: `"team-a" defined twice`},
+		{name: "nil matcher", custom: []CustomTracker{{Name: "x", Matchers: []*labels.Matcher{nil}}}, wantErr: "nil matcher"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestTracker(t, Options{Stripes: 4, Custom: []CustomTracker{teamA, teamB, seven}})
+			for i, ls := range series {
+				if i%4 == 0 {
+					tr.UpdateHistogram(ls.Hash(), ls, i%7, 10)
+				} else {
+					tr.Update(ls.Hash(), ls, int64(i%3))
+				}
+			}
+			tr.Purge(1) // drops a third of the float series
+			prev := tr.custom.Load()
+			err := tr.ReloadCustomTrackers(tc.custom)
+			if tc.wantErr != "" {
+				if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ReloadCustomTrackers(%s) = %v, want an ErrOptions about %q", tc.name, err, tc.wantErr)
+				}
+				if tr.custom.Load() != prev {
+					t.Fatalf("ReloadCustomTrackers(%s) failed and changed the custom trackers", tc.name)
+				}
+				tr.check(t)
+				return
+			}
+			if err != nil {
+				t.Fatalf("ReloadCustomTrackers(%s) = %v, want no error", tc.name, err)
+			}
+			tr.check(t) // the masks match the new custom trackers, the counters count them
+			cs := tr.custom.Load()
+			if got, want := len(cs.custom), len(tc.custom); got != want {
+				t.Fatalf("after ReloadCustomTrackers(%s), %d custom trackers, want %d", tc.name, got, want)
+			}
+			for _, name := range tc.kept {
+				if cs.counts[cs.names[name]] != prev.counts[prev.names[name]] {
+					t.Fatalf("ReloadCustomTrackers(%s) replaced the counters of %q, want them kept", tc.name, name)
+				}
+			}
+			var st Stats
+			tr.UpdateStats(&st)
+			for i, c := range st.Custom {
+				want := 0
+				for _, ls := range series {
+					if tr.stripes[ls.Hash()&tr.mask].table.Load() == nil {
+						continue
+					}
+					if e, _ := tr.stripes[ls.Hash()&tr.mask].table.Load().find(uint32(ls.Hash()>>32), ls); e != nil && matchesAll(tc.custom[i].Matchers, ls) {
+						want++
+					}
+				}
+				if c.Name != tc.custom[i].Name || c.Series != want {
+					t.Fatalf("after ReloadCustomTrackers(%s), Custom[%d] = %s %d series, want %s %d", tc.name, i, c.Name, c.Series, tc.custom[i].Name, want)
+				}
+			}
+			// Updates and purges go on with the new custom trackers.
+			for _, ls := range series {
+				tr.Update(ls.Hash(), ls, 20)
+			}
+			tr.Purge(15)
+			tr.check(t)
 		})
 	}
 }

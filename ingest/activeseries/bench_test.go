@@ -457,3 +457,33 @@ func BenchmarkTrackerStripes(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTrackerByLabel measures what counting by label value
+// (Options.ByLabel, here namespace, 31 values, under the default cap) adds
+// to updates of new and existing series, against the same tracker without
+// it (bylabel=off): nothing on the path of an existing series.
+func BenchmarkTrackerByLabel(b *testing.B) {
+	const n = 10_000
+	for _, state := range []string{"new", "existing"} {
+		for _, byLabel := range []string{"off", "on"} {
+			newImpl := func() trackerImpl {
+				opts := Options{}
+				if byLabel == "on" {
+					opts.ByLabel = "namespace"
+				}
+				t, err := New(opts)
+				if err != nil {
+					panic(err)
+				}
+				return ingestkitImpl{t}
+			}
+			b.Run(fmt.Sprintf("series=%d/state=%s/bylabel=%s/impl=ingestkit", n, state, byLabel), func(b *testing.B) {
+				if state == "new" {
+					benchTrackerNew(b, n, newImpl)
+				} else {
+					benchTrackerExisting(b, n, newImpl())
+				}
+			})
+		}
+	}
+}

@@ -16,8 +16,8 @@ type CollectorOptions struct {
 	// differ by the label's value.
 	Tenant string
 	// ConstLabels are more labels with fixed values on every gauge. They
-	// must not name user when Tenant is set, nor name, which the
-	// custom-tracker gauges vary by.
+	// must not name user when Tenant is set, nor name, label or value,
+	// which the custom-tracker and label value gauges vary by.
 	ConstLabels prometheus.Labels
 }
 
@@ -32,7 +32,14 @@ type CollectorOptions struct {
 //	cortex_ingester_active_native_histogram_series_custom_tracker{user, name}
 //	cortex_ingester_active_native_histogram_buckets_custom_tracker{user, name}
 //
-// The custom-tracker gauges have one series per [CustomTracker]. No name
+// The custom-tracker gauges have one series per [CustomTracker]. With
+// [Options].ByLabel, a gauge that Mimir does not have counts the active
+// series per value of the label, and those of the overflow under
+// value=[OverflowValue]:
+//
+//	cortex_ingester_active_series_by_label_value{user, label, value}
+//
+// No name
 // is one that a Prometheus tsdb.DB or tsdb.Head registers, so a Collector
 // registers beside them in one registry (TestCollectorBesideTSDB).
 //
@@ -43,6 +50,7 @@ type Collector struct {
 	t                                     *Tracker
 	series, histograms, buckets           *prometheus.Desc
 	customSeries, customHists, customBkts *prometheus.Desc
+	byValue                               *prometheus.Desc // nil without Options.ByLabel
 }
 
 // NewCollector returns a collector of t's counts, with the labels of opts.
@@ -57,7 +65,16 @@ func NewCollector(t *Tracker, opts CollectorOptions) *Collector {
 	desc := func(name, help string, variable ...string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, variable, constLabels)
 	}
+	var byValue *prometheus.Desc
+	if t.values != nil {
+		withLabel := prometheus.Labels{"label": t.values.label}
+		for k, v := range constLabels {
+			withLabel[k] = v
+		}
+		byValue = prometheus.NewDesc("cortex_ingester_active_series_by_label_value", "Number of currently active series per value of a label per user.", []string{"value"}, withLabel)
+	}
 	return &Collector{
+		byValue:      byValue,
 		t:            t,
 		series:       desc("cortex_ingester_active_series", "Number of currently active series per user."),
 		histograms:   desc("cortex_ingester_active_native_histogram_series", "Number of currently active native histogram series per user."),
@@ -72,6 +89,9 @@ func NewCollector(t *Tracker, opts CollectorOptions) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.series, c.histograms, c.buckets, c.customSeries, c.customHists, c.customBkts} {
 		ch <- d
+	}
+	if c.byValue != nil {
+		ch <- c.byValue
 	}
 }
 
@@ -89,5 +109,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.customSeries, ct.Series, ct.Name)
 		gauge(c.customHists, ct.NativeHistograms, ct.Name)
 		gauge(c.customBkts, ct.NativeHistogramBuckets, ct.Name)
+	}
+	if c.byValue != nil {
+		for _, v := range s.Values {
+			gauge(c.byValue, v.Series, v.Value)
+		}
+		gauge(c.byValue, s.Overflow.Series, OverflowValue)
 	}
 }

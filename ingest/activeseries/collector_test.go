@@ -122,3 +122,31 @@ func TestCollectorBesideTSDB(t *testing.T) {
 		}
 	}
 }
+
+// TestCollectorByLabel checks the gauge of the counts by label value.
+func TestCollectorByLabel(t *testing.T) {
+	tr, err := New(Options{ByLabel: "team", MaxLabelValues: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(tr, CollectorOptions{Tenant: "t1"}))
+	for i, team := range []string{"a", "b", "a", "c", ""} {
+		ls := labels.FromStrings("i", fmt.Sprint(i), "team", team)
+		tr.Update(ls.Hash(), ls, 1)
+	}
+	var got []string
+	for _, line := range gathered(t, reg) {
+		if strings.HasPrefix(line, "cortex_ingester_active_series_by_label_value") {
+			got = append(got, line)
+		}
+	}
+	want := []string{
+		`cortex_ingester_active_series_by_label_value{label="team",user="t1",value="__overflow__"} 2`,
+		`cortex_ingester_active_series_by_label_value{label="team",user="t1",value="a"} 2`,
+		`cortex_ingester_active_series_by_label_value{label="team",user="t1",value="b"} 1`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("gathered:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

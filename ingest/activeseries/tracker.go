@@ -45,6 +45,25 @@ type Options struct {
 	// such as one per team or per product, at most [MaxCustomTrackers].
 	// The matchers are evaluated once, when a series is first seen.
 	Custom []CustomTracker
+
+	// ByLabel, if not empty, names a label by whose values the tracker
+	// counts its active series apart (Stats.Values): one count per team,
+	// say, or per namespace. A series without the label counts under the
+	// empty value. Empty, the default, counts nothing more and costs
+	// nothing: no check on the path of a tracked series, one comparison
+	// for a new one.
+	ByLabel string
+
+	// MaxLabelValues caps the values of ByLabel counted apart, at most
+	// 65536; zero means [DefaultMaxLabelValues]. It bounds the counts, and
+	// the gauges a [Collector] exports, whatever the values of ByLabel.
+	// A value seen first while MaxLabelValues values are counted, or
+	// while Stats.Overflow counts any series, counts in the overflow, and
+	// stays there while any of its series there is active: a value counted
+	// apart keeps its counts for as long as any of its series is active,
+	// and loses them at the purge that drops its last. So the overflow
+	// drains as its series go idle, and values then take their places.
+	MaxLabelValues int
 }
 
 // CustomTracker names a set of matchers whose matching active series a
@@ -90,6 +109,13 @@ type CustomTrackerCounts struct {
 type Stats struct {
 	Counts                       // all active series
 	Custom []CustomTrackerCounts // one per Options.Custom, in that order
+
+	// Values are the counts of the active series by value of
+	// Options.ByLabel, in the order of the values, and Overflow those of
+	// the series whose values are not among them (see
+	// Options.MaxLabelValues); both are empty without ByLabel.
+	Values   []LabelValueCounts
+	Overflow Counts
 }
 
 // Tracker counts the active series of a tenant: those seen by
@@ -101,9 +127,17 @@ type Stats struct {
 //
 // Counts are maintained as series come and go, so [Tracker.Active] and
 // [Tracker.UpdateStats] read totals and walk nothing. Custom trackers
-// ([Options]) count the series that match their matchers, and native
-// histogram series and their buckets are counted apart, overall and per
-// custom tracker.
+// ([Options]) count the series that match their matchers, and
+// [Tracker.ReloadCustomTrackers] replaces them without losing counts; an
+// optional count by the value of one label (Options.ByLabel) counts the
+// series of each value, up to a cap. Native histogram series and their
+// buckets are counted apart, overall, per custom tracker and per value.
+//
+// With Options.ByLabel, a new series, a change of a series' type or
+// bucket count, and a series dropped by a purge also look the series'
+// value up in a map under a read lock; the first series of a new value
+// takes the lock, adds the value and copies it. Updates of tracked series
+// do not.
 //
 // Memory: a series costs an entry holding its labels header, its last-seen
 // time and its custom-tracker and histogram state, stored by value in chunks
@@ -142,6 +176,7 @@ type Tracker struct {
 	// of the counts use; every stripe's is the same but while
 	// ReloadCustomTrackers runs. Stored under purgeMu.
 	custom atomic.Pointer[customSet]
+	values *labelValues // by Options.ByLabel, nil without; the pointer is immutable
 
 	// Keeps the fields above, read on every update, off the cache line of
 	// the counters, written on every new series.
@@ -385,11 +420,18 @@ func New(opts Options) (*Tracker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.MaxLabelValues < 0 || opts.MaxLabelValues > maxLabelValues {
+		return nil, fmt.Errorf("%w: %d label values, at most %d", ErrOptions, opts.MaxLabelValues, maxLabelValues)
+	}
+	if opts.MaxLabelValues != 0 && opts.ByLabel == "" {
+		return nil, fmt.Errorf("%w: MaxLabelValues without ByLabel", ErrOptions)
+	}
 	n = 1 << bits.Len(uint(n-1)) // round up to a power of two
 	t := &Tracker{
 		stripes: make([]trackerStripe, n),
 		mask:    uint64(n - 1),
 		dropped: make([]trackerDelta, len(opts.Custom)),
+		values:  newLabelValues(opts.ByLabel, opts.MaxLabelValues),
 	}
 	t.custom.Store(cs)
 	for i := range t.stripes {
@@ -575,6 +617,9 @@ func (t *Tracker) updateLocked(s *trackerStripe, tag uint32, ls labels.Labels, n
 	for ; custom != 0; custom &= custom - 1 {
 		cs.counts[bits.TrailingZeros32(custom)].add(d)
 	}
+	if t.values != nil {
+		t.values.insert(ls, d)
+	}
 	s.mu.Unlock()
 	return true
 }
@@ -589,6 +634,9 @@ func (t *Tracker) setHist(cs *customSet, e *trackerEntry, m uint64, hist uint32)
 	t.all.add(d)
 	for mask := uint32(m); mask != 0; mask &= mask - 1 {
 		cs.counts[bits.TrailingZeros32(mask)].add(d)
+	}
+	if t.values != nil {
+		t.values.change(e.lset, d)
 	}
 }
 
@@ -734,6 +782,9 @@ func (t *Tracker) Purge(keepFrom int64) (purged int) {
 		purged += t.purgeStripe(s, keepFrom)
 		s.mu.Unlock()
 	}
+	if t.values != nil && purged > 0 {
+		t.values.sweep()
+	}
 	return purged
 }
 
@@ -791,6 +842,11 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 	var dropped trackerDelta
 	oldest = math.MaxInt64
 	n := uint32(0)
+	if t.values != nil {
+		// For the pass, so that dropping a series does not lock it each
+		// time.
+		t.values.mu.RLock()
+	}
 	for i, left := 0, s.used; left > 0; i++ {
 		chunk := tb.chunks[i]
 		chunk = chunk[:min(uint32(len(chunk)), left)]
@@ -811,6 +867,9 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 					c.histograms += d.histograms
 					c.buckets += d.buckets
 				}
+				if t.values != nil {
+					t.values.counts(from.lset).add(d)
+				}
 				continue
 			}
 			if k, j := trackerChunkOf(n); j == 0 && (k >= len(chunks) || chunks[k] == nil) {
@@ -826,6 +885,9 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 			oldest = min(oldest, last)
 			n++
 		}
+	}
+	if t.values != nil {
+		t.values.mu.RUnlock()
 	}
 	if n == 0 {
 		// Nothing left: the next series starts small.
@@ -885,13 +947,19 @@ func (t *Tracker) ActiveCustom(name string) (int, bool) {
 	return int(cs.counts[i].series.Load()), true
 }
 
-// UpdateStats sets *s to the tracker's counts, overall and per custom
-// tracker, reusing s.Custom's array: it allocates only if that is shorter
-// than the custom trackers. Each count is exact when read; while updates
-// and purges run, counts read one after the other may be from slightly
-// different moments.
+// UpdateStats sets *s to the tracker's counts, overall, per custom
+// tracker and, with Options.ByLabel, per label value, reusing the arrays
+// of s.Custom and s.Values: it allocates only if they are shorter than the
+// custom trackers and the label values. It sorts the label values, under a
+// read lock that holds up the first series of a new value. Each count is
+// exact when read; while updates and purges run, counts read one after
+// the other may be from slightly different moments.
 func (t *Tracker) UpdateStats(s *Stats) {
 	s.Counts = t.all.load()
+	s.Values, s.Overflow = s.Values[:0], Counts{}
+	if t.values != nil {
+		t.values.stats(s)
+	}
 	s.Custom = s.Custom[:0]
 	cs := t.custom.Load()
 	if cs == nil {

@@ -69,7 +69,8 @@ func trackerMix(x uint64) uint64 {
 // entries.
 func (t *Tracker) check(tb testing.TB) {
 	tb.Helper()
-	var all trackerDelta
+	var all, overflow trackerDelta
+	values := map[string]trackerDelta{}
 	cs := t.custom.Load()
 	custom := make([]trackerDelta, len(cs.custom))
 	for si := range t.stripes {
@@ -122,6 +123,18 @@ func (t *Tracker) check(tb testing.TB) {
 			all.series += d.series
 			all.histograms += d.histograms
 			all.buckets += d.buckets
+			if t.values != nil {
+				// Where the rules of labelValues place the series.
+				if v := e.lset.Get(t.values.label); t.values.values[v] != nil {
+					c := values[v]
+					c.series, c.histograms, c.buckets = c.series+d.series, c.histograms+d.histograms, c.buckets+d.buckets
+					values[v] = c
+				} else {
+					overflow.series += d.series
+					overflow.histograms += d.histograms
+					overflow.buckets += d.buckets
+				}
+			}
 			for mask := uint32(m); mask != 0; mask &= mask - 1 {
 				c := &custom[bits.TrailingZeros32(mask)]
 				c.series += d.series
@@ -139,6 +152,19 @@ func (t *Tracker) check(tb testing.TB) {
 	}
 	if got := (trackerDelta{t.all.series.Load(), t.all.histograms.Load(), t.all.buckets.Load()}); got != all {
 		tb.Fatalf("counters = %+v, entries count %+v", got, all)
+	}
+	if lv := t.values; lv != nil {
+		if got := (trackerDelta{lv.overflow.series.Load(), lv.overflow.histograms.Load(), lv.overflow.buckets.Load()}); got != overflow {
+			tb.Fatalf("overflow counters = %+v, entries count %+v", got, overflow)
+		}
+		if len(lv.values) > lv.max {
+			tb.Fatalf("%d label values, at most %d", len(lv.values), lv.max)
+		}
+		for v, c := range lv.values {
+			if got := (trackerDelta{c.series.Load(), c.histograms.Load(), c.buckets.Load()}); got != values[v] {
+				tb.Fatalf("label value %q counters = %+v, entries count %+v", v, got, values[v])
+			}
+		}
 	}
 	for i := range custom {
 		c := cs.counts[i]
@@ -175,6 +201,11 @@ func TestNewTracker(t *testing.T) {
 		{name: "twice", opts: Options{Custom: []CustomTracker{many[0], many[0]}}, wantErr: `"0" defined twice`},
 		{name: "no matchers", opts: Options{Custom: []CustomTracker{{Name: "x"}}}, wantStripes: DefaultStripes},
 		{name: "nil matcher", opts: Options{Custom: []CustomTracker{{Name: "x", Matchers: []*labels.Matcher{m, nil}}}}, wantErr: "nil matcher"},
+		{name: "by label", opts: Options{ByLabel: "team"}, wantStripes: DefaultStripes},
+		{name: "by label, max", opts: Options{ByLabel: "team", MaxLabelValues: 1 << 16}, wantStripes: DefaultStripes},
+		{name: "by label, max+1", opts: Options{ByLabel: "team", MaxLabelValues: 1<<16 + 1}, wantErr: "65537 label values"},
+		{name: "by label, negative", opts: Options{ByLabel: "team", MaxLabelValues: -1}, wantErr: "-1 label values"},
+		{name: "max label values alone", opts: Options{MaxLabelValues: 10}, wantErr: "without ByLabel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr, err := New(tc.opts)
@@ -746,6 +777,11 @@ func TestTrackerAllocs(t *testing.T) {
 		tr.Update(trackerMix(i), ls, 1)
 	}
 	tr.UpdateHistogram(trackerMix(n), ls, 10, 1)
+	byLabel := newTestTracker(t, Options{Custom: custom, ByLabel: "job"})
+	for i := range uint64(n) {
+		byLabel.Update(trackerMix(i), ls, 1)
+	}
+	byLabel.UpdateHistogram(trackerMix(n), ls, 10, 1)
 	now := int64(2)
 	st := Stats{Custom: make([]CustomTrackerCounts, 0, 1)}
 	for _, tc := range []struct {
@@ -758,6 +794,10 @@ func TestTrackerAllocs(t *testing.T) {
 		{"Active", func() { _ = tr.Active() }},
 		{"ActiveCustom", func() { _, _ = tr.ActiveCustom("api") }},
 		{"UpdateStats", func() { tr.UpdateStats(&st) }},
+		// With counts by label value.
+		{"ByLabel/Update/existing", func() { byLabel.Update(trackerMix(uint64(now)%n), ls, now); now++ }},
+		{"ByLabel/UpdateHistogram/buckets", func() { byLabel.UpdateHistogram(trackerMix(n), ls, int(now%50), now); now++ }},
+		{"ByLabel/UpdateStats", func() { byLabel.UpdateStats(&st) }},
 	} {
 		if got := testing.AllocsPerRun(1000, tc.f); got != 0 {
 			t.Errorf("%s: %v allocations, want 0", tc.name, got)
@@ -831,7 +871,7 @@ func TestTrackerConcurrent(t *testing.T) {
 	}
 	tr := newTestTracker(t, Options{Stripes: 2, Custom: []CustomTracker{
 		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
-	}})
+	}, ByLabel: "team", MaxLabelValues: 2}) // of 3 teams: one in the overflow
 	const writers, updates = 4, 50_000
 	var clock atomic.Int64
 	clock.Store(100)
@@ -1155,4 +1195,121 @@ func TestTrackerReload(t *testing.T) {
 			tr.check(t)
 		})
 	}
+}
+
+// TestTrackerByLabel checks the counts by label value against the rules
+// of Options.MaxLabelValues, step by step.
+func TestTrackerByLabel(t *testing.T) {
+	tr := newTestTracker(t, Options{Stripes: 4, ByLabel: "team", MaxLabelValues: 2})
+	type step struct {
+		name      string
+		update    []string // values of team of new series, "-" for none
+		histogram bool     // the updates are of native histograms of 3 buckets
+		want      string   // Stats.Values and Overflow, as value=series/histograms/buckets
+	}
+	n := 0
+	now := int64(10)
+	update := func(team string, histogram bool) {
+		ls := labels.FromStrings("__name__", "m", "i", fmt.Sprint(n), "team", team)
+		if team == "-" {
+			ls = labels.FromStrings("__name__", "m", "i", fmt.Sprint(n))
+		}
+		n++
+		if histogram {
+			tr.UpdateHistogram(ls.Hash(), ls, 3, now)
+		} else {
+			tr.Update(ls.Hash(), ls, now)
+		}
+	}
+	for _, st := range []step{
+		{name: "empty", want: "overflow=0/0/0"},
+		{name: "two values", update: []string{"a", "b", "a"}, want: "a=2/0/0 b=1/0/0 overflow=0/0/0"},
+		{name: "a third overflows", update: []string{"c", "c"}, want: "a=2/0/0 b=1/0/0 overflow=2/0/0"},
+		{name: "histograms", update: []string{"a", "c"}, histogram: true, want: "a=3/1/3 b=1/0/0 overflow=3/1/3"},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			for _, v := range st.update {
+				update(v, st.histogram)
+			}
+			if got := byLabelString(tr); got != st.want {
+				t.Fatalf("Stats = %s, want %s", got, st.want)
+			}
+			tr.check(t)
+		})
+	}
+
+	// The series of b go idle: b loses its place, but the overflow holds
+	// series, so a new value d joins it rather than taking b's place. The
+	// histograms, updated as floats, count as floats.
+	now = 20
+	for _, ls := range trackerByLabelSeries(tr) {
+		if v := ls.Get("team"); v != "b" {
+			tr.Update(ls.Hash(), ls, now)
+		}
+	}
+	tr.Purge(15)
+	update("d", false)
+	if got, want := byLabelString(tr), "a=3/0/0 overflow=4/0/0"; got != want {
+		t.Fatalf("after b went and d came, Stats = %s, want %s", got, want)
+	}
+	tr.check(t)
+
+	// The overflow drains (c and d go idle): the next new value, e, takes
+	// the free place; OverflowValue itself counts in the overflow, and so,
+	// the places all taken, do a series without the label and f. Once all
+	// go idle, the empty value of a series without the label takes a
+	// place.
+	now = 30
+	for _, ls := range trackerByLabelSeries(tr) {
+		if v := ls.Get("team"); v == "a" {
+			tr.Update(ls.Hash(), ls, now)
+		}
+	}
+	tr.Purge(25)
+	if got, want := byLabelString(tr), "a=3/0/0 overflow=0/0/0"; got != want {
+		t.Fatalf("after the overflow drained, Stats = %s, want %s", got, want)
+	}
+	update("e", false)
+	update(OverflowValue, false)
+	update("-", false)
+	update("f", false)
+	if got, want := byLabelString(tr), "a=3/0/0 e=1/0/0 overflow=3/0/0"; got != want {
+		t.Fatalf("after e, no team, and f, Stats = %s, want %s", got, want)
+	}
+	tr.check(t)
+	now = 40
+	tr.Purge(35)
+	update("-", false)
+	if got, want := byLabelString(tr), "=1/0/0 overflow=0/0/0"; got != want {
+		t.Fatalf("after a purge of all and a series without the label, Stats = %s, want %s", got, want)
+	}
+	tr.check(t)
+}
+
+// byLabelString returns t's Stats.Values and Overflow as
+// value=series/histograms/buckets, in order.
+func byLabelString(t *Tracker) string {
+	var st Stats
+	t.UpdateStats(&st)
+	var b strings.Builder
+	for _, v := range st.Values {
+		fmt.Fprintf(&b, "%s=%d/%d/%d ", v.Value, v.Series, v.NativeHistograms, v.NativeHistogramBuckets)
+	}
+	fmt.Fprintf(&b, "overflow=%d/%d/%d", st.Overflow.Series, st.Overflow.NativeHistograms, st.Overflow.NativeHistogramBuckets)
+	return b.String()
+}
+
+// trackerByLabelSeries returns the labels of the series t tracks.
+func trackerByLabelSeries(t *Tracker) []labels.Labels {
+	var out []labels.Labels
+	for i := range t.stripes {
+		tb := t.stripes[i].table.Load()
+		if tb == nil {
+			continue
+		}
+		for j := range t.stripes[i].used {
+			out = append(out, trackerEntryAt(tb.chunks, j).lset)
+		}
+	}
+	return out
 }

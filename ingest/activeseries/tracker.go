@@ -145,11 +145,10 @@ type Stats struct {
 // dedupelabels), and an 8-byte slot in an open-addressing index kept
 // between 70% and 87.5% full. A stripe's first 1024 entries come in chunks
 // of 16, the later ones in chunks of 1024, so that a small stripe wastes
-// less than 16 entries. TestTrackerMemoryPerSeries measures 44.5 bytes per
-// series at 1M series in the default build (53.4 in the others), and
-// Cortex's tracker at 124 (140); with the default stripes, 45.4 (57.5) at
-// 100k series and 53.0 (66.1) at 10k, where the indexes of 128 stripes are
-// a larger share. Nothing is allocated per series: entries and index slots
+// less than 16 entries. TestTrackerMemoryPerSeries measures the bytes held
+// per series at 10k to 1M series, and those of Cortex's design, and bounds
+// them (the figures are in its log, and the README quotes them): at fewer
+// series, the indexes of the stripes are a larger share. Nothing is allocated per series: entries and index slots
 // come in chunks and tables shared by many series. A purge that drops
 // series from a stripe moves the stripe's other series to new tables sized
 // for them, so that the memory of dropped series, and their labels, are the
@@ -504,8 +503,8 @@ func (cs *customSet) kept(c CustomTracker) (int, bool) {
 // Update reports whether the series was new. It takes no lock and makes no
 // allocation for a tracked series; for a new one, it allocates nothing of
 // its own but, now and then, a chunk of entries or a larger index for its
-// stripe: 0.013 allocations per series, amortised, when 1M series are
-// added (TestTrackerAllocs).
+// stripe, a small fraction of an allocation per series, amortised, which
+// TestTrackerAllocs bounds when 1M series are added.
 func (t *Tracker) Update(hash uint64, ls labels.Labels, now int64) (created bool) {
 	return t.update(hash, ls, now, 0)
 }
@@ -769,7 +768,8 @@ func trackerPlace(index []uint64, tag, i uint32) {
 //
 // Purge allocates the new tables of the stripes it drops series from, four
 // objects a stripe, as large as the stripe's remaining series need
-// (TestTrackerAllocs): 43 MiB for 1M series; the old tables are garbage.
+// (TestTrackerAllocs, and BenchmarkTrackerPurge's bytes per op); the old
+// tables are garbage.
 func (t *Tracker) Purge(keepFrom int64) (purged int) {
 	t.purgeMu.Lock()
 	defer t.purgeMu.Unlock()

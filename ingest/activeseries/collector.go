@@ -54,7 +54,11 @@ type Collector struct {
 }
 
 // NewCollector returns a collector of t's counts, with the labels of opts.
+// It panics if t is nil.
 func NewCollector(t *Tracker, opts CollectorOptions) *Collector {
+	if t == nil {
+		panic("activeseries: NewCollector of a nil Tracker")
+	}
 	constLabels := prometheus.Labels{}
 	for k, v := range opts.ConstLabels {
 		constLabels[k] = v

@@ -150,3 +150,14 @@ func TestCollectorByLabel(t *testing.T) {
 		t.Fatalf("gathered:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestNewCollectorNil checks that a collector of no tracker panics at once,
+// with the package's name, rather than at its first Collect.
+func TestNewCollectorNil(t *testing.T) {
+	defer func() {
+		if msg, _ := recover().(string); !strings.HasPrefix(msg, "activeseries: ") {
+			t.Fatalf("NewCollector(nil) panicked with %q, want a panic starting %q", msg, "activeseries: ")
+		}
+	}()
+	NewCollector(nil, CollectorOptions{})
+}

@@ -106,3 +106,59 @@ func ExampleTracker() {
 	// active{api}: 2 series
 	// in the head: 4
 }
+
+// A tenant's configuration changes while its series are active: the
+// tracker matches the series it holds against the new custom trackers, so
+// their counts are right at once, and the unchanged one keeps its own.
+// The tracker also counts the series per team, at most two teams apart.
+func ExampleTracker_ReloadCustomTrackers() {
+	selector := func(s string) []*labels.Matcher {
+		ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector(s)
+		if err != nil {
+			panic(err)
+		}
+		return ms
+	}
+	tracker, err := activeseries.New(activeseries.Options{
+		Custom:         []activeseries.CustomTracker{{Name: "api", Matchers: selector(`{job="api"}`)}},
+		ByLabel:        "team",
+		MaxLabelValues: 2,
+	})
+	if err != nil {
+		panic(err)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
+	for _, ls := range []labels.Labels{
+		labels.FromStrings("__name__", "up", "job", "api", "team", "a"),
+		labels.FromStrings("__name__", "up", "job", "db", "team", "b"),
+		labels.FromStrings("__name__", "up", "job", "web", "team", "c"),
+		labels.FromStrings("__name__", "errors_total", "job", "api", "team", "a"),
+	} {
+		tracker.Update(ls.Hash(), ls, now)
+	}
+
+	err = tracker.ReloadCustomTrackers([]activeseries.CustomTracker{
+		{Name: "up", Matchers: selector(`up`)},
+		{Name: "api", Matchers: selector(`{job="api"}`)},
+		{Name: "all"}, // no matchers: every series
+	})
+	if err != nil {
+		panic(err)
+	}
+	var stats activeseries.Stats
+	tracker.UpdateStats(&stats)
+	for _, c := range stats.Custom {
+		fmt.Printf("custom %s: %d series\n", c.Name, c.Series)
+	}
+	for _, v := range stats.Values {
+		fmt.Printf("team %s: %d series\n", v.Value, v.Series)
+	}
+	fmt.Printf("other teams: %d series\n", stats.Overflow.Series)
+	// Output:
+	// custom up: 3 series
+	// custom api: 2 series
+	// custom all: 4 series
+	// team a: 2 series
+	// team b: 1 series
+	// other teams: 1 series
+}

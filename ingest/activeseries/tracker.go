@@ -43,7 +43,9 @@ type Options struct {
 
 	// Custom are counts of the active series that match sets of matchers,
 	// such as one per team or per product, at most [MaxCustomTrackers].
-	// The matchers are evaluated once, when a series is first seen.
+	// The matchers are evaluated once, when a series is first seen, and
+	// again by [Tracker.ReloadCustomTrackers] for the custom trackers it
+	// adds or changes.
 	Custom []CustomTracker
 
 	// ByLabel, if not empty, names a label by whose values the tracker

@@ -6,27 +6,23 @@
 // ref cache kept across requests ([Cache], [Appender], [AppenderV1]), so
 // that its labels are neither hashed again, nor copied, nor looked up in
 // the head. Only a new series has its labels built, once. The same hash
-// feeds an active-series tracker ([Tracker], exported to Prometheus with
-// Mimir's metric names by [TrackerCollector]) and, with the tenant, the
-// routing hash of a Thanos hashring ([Series.ThanosHash], which package
-// ingest/hashring's Ring takes). Everything takes and returns
+// feeds the active-series tracker of package ingest/activeseries and, with
+// the tenant, the routing hash of a Thanos hashring ([Series.ThanosHash],
+// which package ingest/hashring's Ring takes). Everything takes and returns
 // Prometheus's own types: storage.AppenderV2 and storage.Appender,
 // labels.Labels, storage.SeriesRef, histogram and exemplar values, and
 // Prometheus's error values pass through unchanged.
 //
-// Concurrency: [Cache], [Tracker] and [BodyReader]
-// are safe for concurrent use and meant to be shared (one cache per TSDB or
-// tenant: an appender binds its cache to the storage it opens its
-// transaction on, and a cache given another storage starts empty); a
-// [Decoder], an [Appender] and the views they hand out are for one
-// goroutine at a time, and are reused across requests. Allocations: in the
-// steady state, reading
-// a body with a known length into a pooled buffer, decoding a float series
-// and resolving and appending it make none of their own; histograms and
-// exemplars are allocated because the TSDB keeps them.
+// Concurrency: [Cache] and [BodyReader] are safe for concurrent use and
+// meant to be shared (one cache per TSDB or tenant: an appender binds its
+// cache to the storage it opens its transaction on, and a cache given
+// another storage starts empty); a [Decoder], an [Appender] and the views
+// they hand out are for one goroutine at a time, and are reused across
+// requests. Allocations: in the steady state, reading a body with a known
+// length into a pooled buffer, decoding a float series and resolving and
+// appending it make none of their own; histograms and exemplars are
+// allocated because the TSDB keeps them.
 //
-// BenchmarkAppend, BenchmarkDecode, BenchmarkReadBody,
-// BenchmarkTrackerUpdate and BenchmarkTrackerPurge compare
-// each block with the Prometheus, Thanos and standard-library code it
-// replaces.
+// BenchmarkAppend, BenchmarkDecode and BenchmarkReadBody compare each block
+// with the Prometheus and standard-library code it replaces.
 package ingest

@@ -98,8 +98,3 @@ var (
 	// prometheus.WriteRequest and io.prometheus.write.v2.Request.
 	ErrMessageType = errors.New("ingest: unsupported remote-write message type")
 )
-
-// ErrTrackerOptions is returned by [NewTracker] when its options are
-// invalid: too many stripes or custom trackers, or a custom tracker without
-// a name, with a name used twice, or without matchers.
-var ErrTrackerOptions = errors.New("ingest: invalid tracker options")

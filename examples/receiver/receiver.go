@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/activeseries"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
 	"github.com/ingestkit/ingestkit/labels"
 )
@@ -215,7 +216,7 @@ func (tsdbExemplars) Rollback() {}
 // place and hashes each series' labels in the same pass, an
 // [ingest.Appender] that finds series the TSDB holds in an [ingest.Cache] by
 // that hash, a [labels.Table] that interns the strings of new series (in
-// the slicelabels build), an [ingest.Tracker] of active series, and
+// the slicelabels build), an [activeseries.Tracker] of active series, and
 // optionally a [hashring.Ring] that reports owners.
 //
 // It answers every request as Prometheus's remote.NewWriteHandler does
@@ -228,7 +229,7 @@ type Receiver struct {
 	db        storage.AppendableV2
 	body      *ingest.BodyReader
 	cache     *ingest.Cache
-	tracker   *ingest.Tracker
+	tracker   *activeseries.Tracker
 	ring      *hashring.Ring
 	tenant    string
 	exemplars ExemplarStore
@@ -293,7 +294,7 @@ func newBodyReader(opts Options) *ingest.BodyReader {
 
 // NewReceiver returns a Receiver that writes to db.
 func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
-	tracker, err := ingest.NewTracker(ingest.TrackerOptions{})
+	tracker, err := activeseries.New(activeseries.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package ingest
+package activeseries
 
 import (
 	"fmt"
@@ -207,7 +207,7 @@ func (t ingestkitImpl) purge(keepFrom int64)                            { t.Purg
 func (t ingestkitImpl) active() int                                     { return t.Active() }
 
 func newIngestkitImpl(stripes int) trackerImpl {
-	t, err := NewTracker(TrackerOptions{Stripes: stripes})
+	t, err := New(Options{Stripes: stripes})
 	if err != nil {
 		panic(err)
 	}
@@ -440,7 +440,7 @@ func BenchmarkTrackerPurge(b *testing.B) {
 	}
 }
 
-// BenchmarkTrackerStripes chose DefaultTrackerStripes: parallel updates of
+// BenchmarkTrackerStripes chose DefaultStripes: parallel updates of
 // 10k and 1M existing series and additions of new ones, by stripe count.
 func BenchmarkTrackerStripes(b *testing.B) {
 	for _, n := range []int{10_000, 1_000_000} {
@@ -454,6 +454,36 @@ func BenchmarkTrackerStripes(b *testing.B) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// BenchmarkTrackerByLabel measures what counting by label value
+// (Options.ByLabel, here namespace, 31 values, under the default cap) adds
+// to updates of new and existing series, against the same tracker without
+// it (bylabel=off): nothing on the path of an existing series.
+func BenchmarkTrackerByLabel(b *testing.B) {
+	const n = 10_000
+	for _, state := range []string{"new", "existing"} {
+		for _, byLabel := range []string{"off", "on"} {
+			newImpl := func() trackerImpl {
+				opts := Options{}
+				if byLabel == "on" {
+					opts.ByLabel = "namespace"
+				}
+				t, err := New(opts)
+				if err != nil {
+					panic(err)
+				}
+				return ingestkitImpl{t}
+			}
+			b.Run(fmt.Sprintf("series=%d/state=%s/bylabel=%s/impl=ingestkit", n, state, byLabel), func(b *testing.B) {
+				if state == "new" {
+					benchTrackerNew(b, n, newImpl)
+				} else {
+					benchTrackerExisting(b, n, newImpl())
+				}
+			})
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package ingest
+package activeseries
 
 import (
 	"fmt"
@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 )
 
-// DefaultTrackerStripes is the stripe count of a [Tracker] whose options
+// DefaultStripes is the stripe count of a [Tracker] whose options
 // leave it zero. BenchmarkTrackerStripes (stripe counts from 16 to 1024)
 // finds no trend in update or insert time beyond the noise up to 512
 // stripes, and TestTrackerMemoryPerSeries finds the bytes held per series
@@ -21,30 +21,51 @@ import (
 // tenants of a multi-tenant ingester, with room for cores to update
 // different stripes. A tenant of millions of series
 // fed by many cores can take 512 or more; a small one, 16.
-const DefaultTrackerStripes = 128
+const DefaultStripes = 128
 
 // MaxCustomTrackers is the most [CustomTracker]s a [Tracker] takes: each
 // series records which of them it matched in a 32-bit mask.
 const MaxCustomTrackers = 32
 
-// maxTrackerStripes bounds TrackerOptions.Stripes: more stripes than this
+// maxStripes bounds Options.Stripes: more stripes than this
 // only cost memory.
-const maxTrackerStripes = 1 << 16
+const maxStripes = 1 << 16
 
-// TrackerOptions are the settings of a [Tracker]. The zero value means the
-// defaults: [DefaultTrackerStripes] stripes and no custom trackers.
+// Options are the settings of a [Tracker]. The zero value means the
+// defaults: [DefaultStripes] stripes and no custom trackers.
 //
 // It is a plain value, safe for concurrent use once built and not
 // modified afterwards.
-type TrackerOptions struct {
+type Options struct {
 	// Stripes is the number of independently locked parts, rounded up to a
-	// power of two, at most 65536. Zero means [DefaultTrackerStripes].
+	// power of two, at most 65536. Zero means [DefaultStripes].
 	Stripes int
 
 	// Custom are counts of the active series that match sets of matchers,
 	// such as one per team or per product, at most [MaxCustomTrackers].
-	// The matchers are evaluated once, when a series is first seen.
+	// The matchers are evaluated once, when a series is first seen, and
+	// again by [Tracker.ReloadCustomTrackers] for the custom trackers it
+	// adds or changes.
 	Custom []CustomTracker
+
+	// ByLabel, if not empty, names a label by whose values the tracker
+	// counts its active series apart (Stats.Values): one count per team,
+	// say, or per namespace. A series without the label counts under the
+	// empty value. Empty, the default, counts nothing more and costs
+	// nothing: no check on the path of a tracked series, one comparison
+	// for a new one.
+	ByLabel string
+
+	// MaxLabelValues caps the values of ByLabel counted apart, at most
+	// 65536; zero means [DefaultMaxLabelValues]. It bounds the counts, and
+	// the gauges a [Collector] exports, whatever the values of ByLabel.
+	// A value seen first while MaxLabelValues values are counted, or
+	// while Stats.Overflow counts any series, counts in the overflow, and
+	// stays there while any of its series there is active: a value counted
+	// apart keeps its counts for as long as any of its series is active,
+	// and loses them at the purge that drops its last. So the overflow
+	// drains as its series go idle, and values then take their places.
+	MaxLabelValues int
 }
 
 // CustomTracker names a set of matchers whose matching active series a
@@ -54,23 +75,24 @@ type TrackerOptions struct {
 // package github.com/prometheus/prometheus/promql/parser makes matchers
 // from a selector string such as `{namespace=~"team-a-.*"}`.
 //
-// [NewTracker] keeps a copy of the slice of CustomTrackers it is given, and
+// [New] keeps a copy of the slice of CustomTrackers it is given, and
 // the matchers themselves, which must not be modified afterwards. A
 // CustomTracker is a plain value, safe for concurrent use once built and
 // not modified afterwards.
 type CustomTracker struct {
-	// Name identifies the custom tracker in [TrackerStats] and
+	// Name identifies the custom tracker in [Stats] and
 	// [Tracker.ActiveCustom]. It must not be empty, nor used twice.
 	Name string
-	// Matchers must all match a series for it to be counted; there must be
-	// at least one.
+	// Matchers must all match a series for it to be counted. An empty
+	// list matches every series, as in Cortex, so that a custom tracker can
+	// count all of a tenant's series beside narrower ones.
 	Matchers []*labels.Matcher
 }
 
-// TrackerCounts are the active series of a [Tracker], or of one of its
+// Counts are the active series of a [Tracker], or of one of its
 // custom trackers: a plain value, a copy not updated afterwards, safe for
 // concurrent use.
-type TrackerCounts struct {
+type Counts struct {
 	Series                 int // active series, of any type
 	NativeHistograms       int // of those, native histogram series
 	NativeHistogramBuckets int // buckets of those native histograms, as last given
@@ -79,16 +101,23 @@ type TrackerCounts struct {
 // CustomTrackerCounts are the counts of one [CustomTracker]: a plain
 // value, a copy not updated afterwards, safe for concurrent use.
 type CustomTrackerCounts struct {
-	Name          string // the CustomTracker's
-	TrackerCounts        // of the active series it matched
+	Name   string // the CustomTracker's
+	Counts        // of the active series it matched
 }
 
-// TrackerStats are the counts [Tracker.UpdateStats] reports: a plain
+// Stats are the counts [Tracker.UpdateStats] reports: a plain
 // value that the tracker fills and does not update afterwards; it is not
 // safe for concurrent use while UpdateStats writes it.
-type TrackerStats struct {
-	TrackerCounts                       // all active series
-	Custom        []CustomTrackerCounts // one per TrackerOptions.Custom, in that order
+type Stats struct {
+	Counts                       // all active series
+	Custom []CustomTrackerCounts // one per Options.Custom, in that order
+
+	// Values are the counts of the active series by value of
+	// Options.ByLabel, in the order of the values, and Overflow those of
+	// the series whose values are not among them (see
+	// Options.MaxLabelValues); both are empty without ByLabel.
+	Values   []LabelValueCounts
+	Overflow Counts
 }
 
 // Tracker counts the active series of a tenant: those seen by
@@ -100,9 +129,17 @@ type TrackerStats struct {
 //
 // Counts are maintained as series come and go, so [Tracker.Active] and
 // [Tracker.UpdateStats] read totals and walk nothing. Custom trackers
-// ([TrackerOptions]) count the series that match their matchers, and native
-// histogram series and their buckets are counted apart, overall and per
-// custom tracker.
+// ([Options]) count the series that match their matchers, and
+// [Tracker.ReloadCustomTrackers] replaces them without losing counts; an
+// optional count by the value of one label (Options.ByLabel) counts the
+// series of each value, up to a cap. Native histogram series and their
+// buckets are counted apart, overall, per custom tracker and per value.
+//
+// With Options.ByLabel, a new series, a change of a series' type or
+// bucket count, and a series dropped by a purge also look the series'
+// value up in a map under a read lock; the first series of a new value
+// takes the lock, adds the value and copies it. Updates of tracked series
+// do not.
 //
 // Memory: a series costs an entry holding its labels header, its last-seen
 // time and its custom-tracker and histogram state, stored by value in chunks
@@ -110,11 +147,10 @@ type TrackerStats struct {
 // dedupelabels), and an 8-byte slot in an open-addressing index kept
 // between 70% and 87.5% full. A stripe's first 1024 entries come in chunks
 // of 16, the later ones in chunks of 1024, so that a small stripe wastes
-// less than 16 entries. TestTrackerMemoryPerSeries measures 44.5 bytes per
-// series at 1M series in the default build (53.4 in the others), and
-// Cortex's tracker at 124 (140); with the default stripes, 45.4 (57.5) at
-// 100k series and 53.0 (66.1) at 10k, where the indexes of 128 stripes are
-// a larger share. Nothing is allocated per series: entries and index slots
+// less than 16 entries. TestTrackerMemoryPerSeries measures the bytes held
+// per series at 10k to 1M series, and those of Cortex's design, and bounds
+// them (the figures are in its log, and the README quotes them): at fewer
+// series, the indexes of the stripes are a larger share. Nothing is allocated per series: entries and index slots
 // come in chunks and tables shared by many series. A purge that drops
 // series from a stripe moves the stripe's other series to new tables sized
 // for them, so that the memory of dropped series, and their labels, are the
@@ -131,25 +167,62 @@ type TrackerStats struct {
 // from several cores share nothing but the entries they update: no lock's
 // cache line moves between the cores (BenchmarkTrackerUpdate, state=
 // existing). A Tracker must not be copied.
+//
+// The zero value is not usable: a Tracker is made by [New], and an update
+// of one that was not panics with "activeseries: Tracker not made by New".
 type Tracker struct {
 	stripes []trackerStripe // the slice is immutable
 	mask    uint64          // len(stripes)-1, immutable
-	custom  []CustomTracker // immutable
-	names   map[string]int  // index in custom by name, immutable
+	// custom is the current version of the custom trackers, which readers
+	// of the counts use; every stripe's is the same but while
+	// ReloadCustomTrackers runs. Stored under purgeMu.
+	custom atomic.Pointer[customSet]
+	values *labelValues // by Options.ByLabel, nil without; the pointer is immutable
 
 	// Keeps the fields above, read on every update, off the cache line of
 	// the counters, written on every new series.
 	_ [64]byte
 
-	all    trackerCounts   // atomic
-	counts []trackerCounts // one per custom tracker; the slice is immutable, the counts atomic
+	all trackerCounts // atomic
 
 	purgeMu sync.Mutex
 	dropped []trackerDelta // per custom tracker, what a purge of a stripe dropped; guarded by purgeMu
 	tags    []uint32       // a purged stripe's tags by entry; guarded by purgeMu
 }
 
-// trackerCounts are the counters behind TrackerCounts.
+// customSet is a version of a tracker's custom trackers: immutable but for
+// the counts, which are atomic. A series' entry records the custom
+// trackers it matched as a mask of indexes in the version of its stripe
+// (trackerStripe.custom). A counter is shared by the versions that keep its
+// custom tracker unchanged, so that a reload does not touch it.
+type customSet struct {
+	custom []CustomTracker
+	names  map[string]int   // index in custom by name
+	counts []*trackerCounts // one per custom tracker
+}
+
+// match returns the mask of the custom trackers of cs that ls matches.
+func (cs *customSet) match(ls labels.Labels) uint32 {
+	var mask uint32
+	for i := range cs.custom {
+		if matchesAll(cs.custom[i].Matchers, ls) {
+			mask |= 1 << i
+		}
+	}
+	return mask
+}
+
+// matchesAll reports whether every matcher of ms accepts ls.
+func matchesAll(ms []*labels.Matcher, ls labels.Labels) bool {
+	for _, m := range ms {
+		if !m.Matches(ls.Get(m.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// trackerCounts are the counters behind Counts.
 type trackerCounts struct {
 	series, histograms, buckets atomic.Int64
 	_                           [40]byte // a cache line each
@@ -169,8 +242,8 @@ func (c *trackerCounts) add(d trackerDelta) {
 }
 
 // load reads the counters, one after the other.
-func (c *trackerCounts) load() TrackerCounts {
-	return TrackerCounts{
+func (c *trackerCounts) load() Counts {
+	return Counts{
 		Series:                 int(c.series.Load()),
 		NativeHistograms:       int(c.histograms.Load()),
 		NativeHistogramBuckets: int(c.buckets.Load()),
@@ -203,9 +276,14 @@ type trackerStripe struct {
 	// set it, under mu; Purge reads it without. Atomic.
 	oldest atomic.Int64
 
+	// custom is the version of the custom trackers that the masks of the
+	// stripe's entries refer to, and whose counters its series count in;
+	// guarded by mu.
+	custom *customSet
+
 	used uint32 // entries of table in use, all indexed; guarded by mu
 
-	_ [44]byte // 128 bytes a stripe, in two cache lines
+	_ [36]byte // 128 bytes a stripe, in two cache lines
 }
 
 // trackerTable is a version of a stripe's series.
@@ -328,54 +406,94 @@ func trackerAddChunk(chunks [][]trackerEntry, k int) ([][]trackerEntry, bool) {
 	return chunks, grown
 }
 
-// NewTracker returns an empty tracker. It returns an error wrapping
-// [ErrTrackerOptions] if opts are invalid. An empty tracker holds its
+// New returns an empty tracker. It returns an error wrapping
+// [ErrOptions] if opts are invalid. An empty tracker holds its
 // stripes (128 bytes each) and nothing else.
-func NewTracker(opts TrackerOptions) (*Tracker, error) {
+func New(opts Options) (*Tracker, error) {
 	n := opts.Stripes
 	if n <= 0 {
-		n = DefaultTrackerStripes
+		n = DefaultStripes
 	}
-	if n > maxTrackerStripes {
-		return nil, fmt.Errorf("%w: %d stripes, at most %d", ErrTrackerOptions, opts.Stripes, maxTrackerStripes)
+	if n > maxStripes {
+		return nil, fmt.Errorf("%w: %d stripes, at most %d", ErrOptions, opts.Stripes, maxStripes)
 	}
-	if len(opts.Custom) > MaxCustomTrackers {
-		return nil, fmt.Errorf("%w: %d custom trackers, at most %d", ErrTrackerOptions, len(opts.Custom), MaxCustomTrackers)
+	cs, err := newCustomSet(opts.Custom, nil)
+	if err != nil {
+		return nil, err
 	}
-	names := make(map[string]int, len(opts.Custom))
-	for i, c := range opts.Custom {
-		if c.Name == "" {
-			return nil, fmt.Errorf("%w: custom tracker %d has no name", ErrTrackerOptions, i)
-		}
-		if _, ok := names[c.Name]; ok {
-			return nil, fmt.Errorf("%w: custom tracker %q defined twice", ErrTrackerOptions, c.Name)
-		}
-		if len(c.Matchers) == 0 {
-			return nil, fmt.Errorf("%w: custom tracker %q has no matchers", ErrTrackerOptions, c.Name)
-		}
-		if slices.Contains(c.Matchers, nil) {
-			return nil, fmt.Errorf("%w: custom tracker %q has a nil matcher", ErrTrackerOptions, c.Name)
-		}
-		names[c.Name] = i
+	if opts.MaxLabelValues < 0 || opts.MaxLabelValues > maxLabelValues {
+		return nil, fmt.Errorf("%w: %d label values, at most %d", ErrOptions, opts.MaxLabelValues, maxLabelValues)
+	}
+	if opts.MaxLabelValues != 0 && opts.ByLabel == "" {
+		return nil, fmt.Errorf("%w: MaxLabelValues without ByLabel", ErrOptions)
 	}
 	n = 1 << bits.Len(uint(n-1)) // round up to a power of two
 	t := &Tracker{
 		stripes: make([]trackerStripe, n),
 		mask:    uint64(n - 1),
-		custom:  slices.Clone(opts.Custom),
-		names:   names,
-		counts:  make([]trackerCounts, len(opts.Custom)),
 		dropped: make([]trackerDelta, len(opts.Custom)),
+		values:  newLabelValues(opts.ByLabel, opts.MaxLabelValues),
 	}
+	t.custom.Store(cs)
 	for i := range t.stripes {
 		t.stripes[i].oldest.Store(math.MaxInt64)
+		t.stripes[i].custom = cs
 	}
 	return t, nil
 }
 
+// newCustomSet checks custom and returns a version of it, with the
+// counters of prev for the custom trackers that prev has unchanged (same
+// name and matchers), new ones for the others.
+func newCustomSet(custom []CustomTracker, prev *customSet) (*customSet, error) {
+	if len(custom) > MaxCustomTrackers {
+		return nil, fmt.Errorf("%w: %d custom trackers, at most %d", ErrOptions, len(custom), MaxCustomTrackers)
+	}
+	cs := &customSet{
+		custom: slices.Clone(custom),
+		names:  make(map[string]int, len(custom)),
+		counts: make([]*trackerCounts, len(custom)),
+	}
+	for i, c := range custom {
+		if c.Name == "" {
+			return nil, fmt.Errorf("%w: custom tracker %d has no name", ErrOptions, i)
+		}
+		if _, ok := cs.names[c.Name]; ok {
+			return nil, fmt.Errorf("%w: custom tracker %q defined twice", ErrOptions, c.Name)
+		}
+		if slices.Contains(c.Matchers, nil) {
+			return nil, fmt.Errorf("%w: custom tracker %q has a nil matcher", ErrOptions, c.Name)
+		}
+		cs.names[c.Name] = i
+		if j, ok := prev.kept(c); ok {
+			cs.counts[i] = prev.counts[j]
+		} else {
+			cs.counts[i] = new(trackerCounts)
+		}
+	}
+	return cs, nil
+}
+
+// kept returns the index in cs of a custom tracker with c's name and
+// matchers, and whether there is one. cs may be nil.
+func (cs *customSet) kept(c CustomTracker) (int, bool) {
+	if cs == nil {
+		return 0, false
+	}
+	j, ok := cs.names[c.Name]
+	if !ok {
+		return 0, false
+	}
+	return j, slices.EqualFunc(cs.custom[j].Matchers, c.Matchers, func(a, b *labels.Matcher) bool {
+		return a.Type == b.Type && a.Name == b.Name && a.Value == b.Value
+	})
+}
+
 // Update records that the float series with the given labels was seen at
-// now, any clock in any unit, the same as [Tracker.Purge] is given (now =
-// math.MinInt64 is taken as math.MinInt64+1). A series seen before keeps
+// now, in milliseconds since the Unix epoch, as Prometheus timestamps, the
+// unit [Tracker.Purge] takes too (now = math.MinInt64 is taken as
+// math.MinInt64+1). A receiver passes the time it received the request,
+// time.Now().UnixMilli(), rather than the samples' timestamps. A series seen before keeps
 // the later of its times. hash is the hash of ls, such as
 // labels.Labels.Hash, computed by the caller: it must be the same for every
 // update of a series and should be well mixed; series whose hashes collide
@@ -387,8 +505,8 @@ func NewTracker(opts TrackerOptions) (*Tracker, error) {
 // Update reports whether the series was new. It takes no lock and makes no
 // allocation for a tracked series; for a new one, it allocates nothing of
 // its own but, now and then, a chunk of entries or a larger index for its
-// stripe: 0.013 allocations per series, amortised, when 1M series are
-// added (TestTrackerAllocs).
+// stripe, a small fraction of an allocation per series, amortised, which
+// TestTrackerAllocs bounds when 1M series are added.
 func (t *Tracker) Update(hash uint64, ls labels.Labels, now int64) (created bool) {
 	return t.update(hash, ls, now, 0)
 }
@@ -402,12 +520,15 @@ func (t *Tracker) Update(hash uint64, ls labels.Labels, now int64) (created bool
 // its stripe's lock. UpdateHistogram panics if buckets is negative.
 func (t *Tracker) UpdateHistogram(hash uint64, ls labels.Labels, buckets int, now int64) (created bool) {
 	if buckets < 0 {
-		panic("ingest: Tracker.UpdateHistogram with a negative bucket count")
+		panic("activeseries: Tracker.UpdateHistogram with a negative bucket count")
 	}
 	return t.update(hash, ls, now, uint32(min(uint64(buckets), maxTrackedBuckets)+1))
 }
 
 func (t *Tracker) update(hash uint64, ls labels.Labels, now int64, hist uint32) bool {
+	if t.stripes == nil {
+		panic("activeseries: Tracker not made by New")
+	}
 	if now == trackerDead {
 		now++
 	}
@@ -455,11 +576,13 @@ func (t *Tracker) updateLocked(s *trackerStripe, tag uint32, ls labels.Labels, n
 	// lock, so that the matchers, which may be regular expressions, hold
 	// up no other writer.
 	var custom uint32
-	matched := miss && len(t.custom) > 0
+	pre := t.custom.Load()
+	matched := miss && len(pre.custom) > 0
 	if matched {
-		custom = t.match(ls)
+		custom = pre.match(ls)
 	}
 	s.mu.Lock()
+	cs := s.custom
 	cur := s.table.Load()
 	// Within a version of the table, slots are only ever filled: if the
 	// slot where the lookup ended is still empty, the series is still
@@ -472,15 +595,17 @@ func (t *Tracker) updateLocked(s *trackerStripe, tag uint32, ls labels.Labels, n
 				// The current version's entries are all alive.
 				trackerTouch(e, now)
 				if m := e.meta; uint32(m>>32) != hist {
-					t.setHist(e, m, hist)
+					t.setHist(cs, e, m, hist)
 				}
 				s.mu.Unlock()
 				return false
 			}
 		}
 	}
-	if !matched && len(t.custom) > 0 {
-		custom = t.match(ls)
+	if (!matched || cs != pre) && len(cs.custom) > 0 {
+		// Not matched yet, or with another version than the stripe's,
+		// which a reload is moving to a new one.
+		custom = cs.match(ls)
 	}
 	s.insert(cur, slot, tag, ls, now, uint64(hist)<<32|uint64(custom))
 	if now < s.oldest.Load() {
@@ -491,21 +616,28 @@ func (t *Tracker) updateLocked(s *trackerStripe, tag uint32, ls labels.Labels, n
 	d := trackerHistDelta(hist, 1)
 	t.all.add(d)
 	for ; custom != 0; custom &= custom - 1 {
-		t.counts[bits.TrailingZeros32(custom)].add(d)
+		cs.counts[bits.TrailingZeros32(custom)].add(d)
+	}
+	if t.values != nil {
+		t.values.insert(ls, d)
 	}
 	s.mu.Unlock()
 	return true
 }
 
 // setHist changes e's histogram state, whose meta is m, to hist, and the
-// counts with it. It requires the stripe's lock.
-func (t *Tracker) setHist(e *trackerEntry, m uint64, hist uint32) {
+// counts with it, those of the custom trackers in cs, its stripe's. It
+// requires the stripe's lock.
+func (t *Tracker) setHist(cs *customSet, e *trackerEntry, m uint64, hist uint32) {
 	atomic.StoreUint64(&e.meta, uint64(hist)<<32|m&math.MaxUint32)
 	before, after := trackerHistDelta(uint32(m>>32), 1), trackerHistDelta(hist, 1)
 	d := trackerDelta{histograms: after.histograms - before.histograms, buckets: after.buckets - before.buckets}
 	t.all.add(d)
 	for mask := uint32(m); mask != 0; mask &= mask - 1 {
-		t.counts[bits.TrailingZeros32(mask)].add(d)
+		cs.counts[bits.TrailingZeros32(mask)].add(d)
+	}
+	if t.values != nil {
+		t.values.change(e.lset, d)
 	}
 }
 
@@ -518,21 +650,6 @@ func trackerHistDelta(hist uint32, sign int64) trackerDelta {
 		d.buckets = sign * int64(hist-1)
 	}
 	return d
-}
-
-// match returns the mask of the custom trackers ls matches.
-func (t *Tracker) match(ls labels.Labels) uint32 {
-	var mask uint32
-next:
-	for i, c := range t.custom {
-		for _, m := range c.Matchers {
-			if !m.Matches(ls.Get(m.Name)) {
-				continue next
-			}
-		}
-		mask |= 1 << i
-	}
-	return mask
 }
 
 // find returns the entry of the series with tag and labels ls, and its
@@ -571,7 +688,7 @@ func (tb *trackerTable) find(tag uint32, ls labels.Labels) (*trackerEntry, int) 
 func (s *trackerStripe) insert(tb *trackerTable, slot int, tag uint32, ls labels.Labels, now int64, meta uint64) {
 	i := s.used
 	if i == math.MaxUint32-1 {
-		panic("ingest: Tracker stripe holds 2^32-2 series; use more stripes")
+		panic("activeseries: Tracker stripe holds 2^32-2 series; use more stripes")
 	}
 	var index []uint64
 	var chunks [][]trackerEntry
@@ -636,8 +753,10 @@ func trackerPlace(index []uint64, tag, i uint32) {
 	index[p] = uint64(tag)<<32 | uint64(i+1)
 }
 
-// Purge drops the series last seen before keepFrom, in the unit of the
-// times given to [Tracker.Update], and returns how many it dropped. It
+// Purge drops the series last seen before keepFrom, in milliseconds since
+// the Unix epoch, as Prometheus timestamps (such as
+// time.Now().Add(-idleTimeout).UnixMilli()), and returns how many it
+// dropped. It
 // locks one stripe at a time, for a pass over the stripe's entries in
 // memory order and, if it finds series to drop, one over its index and one
 // over its entries that copies the others to new tables sized for them
@@ -651,7 +770,8 @@ func trackerPlace(index []uint64, tag, i uint32) {
 //
 // Purge allocates the new tables of the stripes it drops series from, four
 // objects a stripe, as large as the stripe's remaining series need
-// (TestTrackerAllocs): 43 MiB for 1M series; the old tables are garbage.
+// (TestTrackerAllocs, and BenchmarkTrackerPurge's bytes per op); the old
+// tables are garbage.
 func (t *Tracker) Purge(keepFrom int64) (purged int) {
 	t.purgeMu.Lock()
 	defer t.purgeMu.Unlock()
@@ -663,6 +783,9 @@ func (t *Tracker) Purge(keepFrom int64) (purged int) {
 		s.mu.Lock()
 		purged += t.purgeStripe(s, keepFrom)
 		s.mu.Unlock()
+	}
+	if t.values != nil && purged > 0 {
+		t.values.sweep()
 	}
 	return purged
 }
@@ -721,6 +844,11 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 	var dropped trackerDelta
 	oldest = math.MaxInt64
 	n := uint32(0)
+	if t.values != nil {
+		// For the pass, so that dropping a series does not lock it each
+		// time.
+		t.values.mu.RLock()
+	}
 	for i, left := 0, s.used; left > 0; i++ {
 		chunk := tb.chunks[i]
 		chunk = chunk[:min(uint32(len(chunk)), left)]
@@ -741,6 +869,9 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 					c.histograms += d.histograms
 					c.buckets += d.buckets
 				}
+				if t.values != nil {
+					t.values.counts(from.lset).add(d)
+				}
 				continue
 			}
 			if k, j := trackerChunkOf(n); j == 0 && (k >= len(chunks) || chunks[k] == nil) {
@@ -757,6 +888,9 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 			n++
 		}
 	}
+	if t.values != nil {
+		t.values.mu.RUnlock()
+	}
 	if n == 0 {
 		// Nothing left: the next series starts small.
 		s.table.Store(nil)
@@ -766,8 +900,10 @@ func (t *Tracker) purgeStripe(s *trackerStripe, keepFrom int64) int {
 	s.used = n
 	s.oldest.Store(oldest)
 	t.all.add(dropped)
+	// Purges and reloads exclude each other: every stripe has the
+	// current version of the custom trackers.
 	for i, d := range t.dropped {
-		t.counts[i].add(d)
+		s.custom.counts[i].add(d)
 	}
 	return int(-dropped.series)
 }
@@ -802,22 +938,128 @@ func (t *Tracker) Active() int { return int(t.all.series.Load()) }
 // tracker with the given name, and whether there is such a custom tracker.
 // It looks the name up in a map, reads one counter and makes no allocation.
 func (t *Tracker) ActiveCustom(name string) (int, bool) {
-	i, ok := t.names[name]
+	cs := t.custom.Load()
+	if cs == nil {
+		return 0, false
+	}
+	i, ok := cs.names[name]
 	if !ok {
 		return 0, false
 	}
-	return int(t.counts[i].series.Load()), true
+	return int(cs.counts[i].series.Load()), true
 }
 
-// UpdateStats sets *s to the tracker's counts, overall and per custom
-// tracker, reusing s.Custom's array: it allocates only if that is shorter
-// than the custom trackers. Each count is exact when read; while updates
-// and purges run, counts read one after the other may be from slightly
-// different moments.
-func (t *Tracker) UpdateStats(s *TrackerStats) {
-	s.TrackerCounts = t.all.load()
-	s.Custom = slices.Grow(s.Custom[:0], len(t.custom))[:len(t.custom)]
+// UpdateStats sets *s to the tracker's counts, overall, per custom
+// tracker and, with Options.ByLabel, per label value, reusing the arrays
+// of s.Custom and s.Values: it allocates only if they are shorter than the
+// custom trackers and the label values. It sorts the label values, under a
+// read lock that holds up the first series of a new value. Each count is
+// exact when read; while updates and purges run, counts read one after
+// the other may be from slightly different moments.
+func (t *Tracker) UpdateStats(s *Stats) {
+	s.Counts = t.all.load()
+	s.Values, s.Overflow = s.Values[:0], Counts{}
+	if t.values != nil {
+		t.values.stats(s)
+	}
+	s.Custom = s.Custom[:0]
+	cs := t.custom.Load()
+	if cs == nil {
+		return
+	}
+	s.Custom = slices.Grow(s.Custom, len(cs.custom))[:len(cs.custom)]
 	for i := range s.Custom {
-		s.Custom[i] = CustomTrackerCounts{Name: t.custom[i].Name, TrackerCounts: t.counts[i].load()}
+		s.Custom[i] = CustomTrackerCounts{Name: cs.custom[i].Name, Counts: cs.counts[i].load()}
+	}
+}
+
+// ReloadCustomTrackers replaces the tracker's custom trackers with custom,
+// checked as [New] checks [Options].Custom (it returns an error wrapping
+// [ErrOptions], and changes nothing, if they are invalid), and counts the
+// active series of the new ones at once: unlike Mimir's ingester, which
+// forgets its series on a reload and reports no counts until an idle
+// timeout has passed, the tracker holds every active series' labels and
+// matches them again. A custom tracker that custom keeps with the same name
+// and matchers, at any place in the list, keeps its counts, which the
+// reload does not touch and updates keep moving meanwhile; its series are
+// not matched again. Only the new and changed custom trackers evaluate
+// their matchers, once for each active series.
+//
+// The reload locks one stripe at a time, as [Tracker.Purge] does, and runs
+// neither with a purge nor with another reload. Until it returns, readers
+// of the counts see the previous custom trackers, and the counts of those
+// that custom drops or changes miss the series added meanwhile to the
+// stripes already moved to the new ones. It makes the new list, its map of
+// names, counters for the new custom trackers and, for the tracker, a
+// slice of a delta per custom tracker; it makes no allocation per series.
+func (t *Tracker) ReloadCustomTrackers(custom []CustomTracker) error {
+	if t.stripes == nil {
+		panic("activeseries: Tracker not made by New")
+	}
+	t.purgeMu.Lock()
+	defer t.purgeMu.Unlock()
+	prev := t.custom.Load()
+	next, err := newCustomSet(custom, prev)
+	if err != nil {
+		return err
+	}
+	// remap[j] is the bit in next of prev's custom tracker j, 0 if next
+	// drops or changes it; fresh lists the custom trackers of next whose
+	// matchers must be evaluated.
+	var remap [MaxCustomTrackers]uint32
+	var fresh []int
+	for i, c := range next.custom {
+		if j, ok := prev.kept(c); ok {
+			remap[j] = 1 << i
+		} else {
+			fresh = append(fresh, i)
+		}
+	}
+	for i := range t.stripes {
+		s := &t.stripes[i]
+		s.mu.Lock()
+		s.rematch(next, &remap, fresh)
+		s.custom = next
+		s.mu.Unlock()
+	}
+	t.custom.Store(next)
+	t.dropped = make([]trackerDelta, len(next.custom))
+	return nil
+}
+
+// rematch rewrites the custom-tracker masks of s's entries for next: a bit
+// of a kept custom tracker moves as remap says, and the custom trackers of
+// next listed in fresh are matched and count the entries they match. It
+// requires s.mu.
+func (s *trackerStripe) rematch(next *customSet, remap *[MaxCustomTrackers]uint32, fresh []int) {
+	tb := s.table.Load()
+	if tb == nil {
+		return
+	}
+	// The entries of the current table are all alive.
+	for i, left := 0, s.used; left > 0; i++ {
+		chunk := tb.chunks[i]
+		chunk = chunk[:min(uint32(len(chunk)), left)]
+		left -= uint32(len(chunk))
+		for j := range chunk {
+			e := &chunk[j]
+			m := e.meta
+			var mask uint32
+			for old := uint32(m); old != 0; old &= old - 1 {
+				mask |= remap[bits.TrailingZeros32(old)]
+			}
+			if len(fresh) > 0 {
+				d := trackerHistDelta(uint32(m>>32), 1)
+				for _, k := range fresh {
+					if matchesAll(next.custom[k].Matchers, e.lset) {
+						mask |= 1 << k
+						next.counts[k].add(d)
+					}
+				}
+			}
+			if mask != uint32(m) {
+				atomic.StoreUint64(&e.meta, m&^math.MaxUint32|uint64(mask))
+			}
+		}
 	}
 }

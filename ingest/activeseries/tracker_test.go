@@ -1,4 +1,4 @@
-package ingest
+package activeseries
 
 import (
 	"errors"
@@ -18,11 +18,11 @@ import (
 )
 
 // newTestTracker returns a tracker with opts, failing the test on error.
-func newTestTracker(tb testing.TB, opts TrackerOptions) *Tracker {
+func newTestTracker(tb testing.TB, opts Options) *Tracker {
 	tb.Helper()
-	tr, err := NewTracker(opts)
+	tr, err := New(opts)
 	if err != nil {
-		tb.Fatalf("NewTracker(%+v) = %v", opts, err)
+		tb.Fatalf("New(%+v) = %v", opts, err)
 	}
 	return tr
 }
@@ -69,11 +69,16 @@ func trackerMix(x uint64) uint64 {
 // entries.
 func (t *Tracker) check(tb testing.TB) {
 	tb.Helper()
-	var all trackerDelta
-	custom := make([]trackerDelta, len(t.custom))
+	var all, overflow trackerDelta
+	values := map[string]trackerDelta{}
+	cs := t.custom.Load()
+	custom := make([]trackerDelta, len(cs.custom))
 	for si := range t.stripes {
 		s := &t.stripes[si]
 		s.mu.Lock()
+		if s.custom != cs {
+			tb.Fatalf("stripe %d: custom trackers %p, the tracker's %p", si, s.custom, cs)
+		}
 		table := s.table.Load()
 		if table == nil {
 			if s.used != 0 {
@@ -111,10 +116,25 @@ func (t *Tracker) check(tb testing.TB) {
 				tb.Fatalf("stripe %d: entry %d seen at %d, before the oldest hint %d", si, i, e.last, s.oldest.Load())
 			}
 			m := e.meta
+			if got, want := uint32(m), cs.match(e.lset); got != want {
+				tb.Fatalf("stripe %d: entry %d %s has custom mask %b, matches %b", si, i, e.lset, got, want)
+			}
 			d := trackerHistDelta(uint32(m>>32), 1)
 			all.series += d.series
 			all.histograms += d.histograms
 			all.buckets += d.buckets
+			if t.values != nil {
+				// Where the rules of labelValues place the series.
+				if v := e.lset.Get(t.values.label); t.values.values[v] != nil {
+					c := values[v]
+					c.series, c.histograms, c.buckets = c.series+d.series, c.histograms+d.histograms, c.buckets+d.buckets
+					values[v] = c
+				} else {
+					overflow.series += d.series
+					overflow.histograms += d.histograms
+					overflow.buckets += d.buckets
+				}
+			}
 			for mask := uint32(m); mask != 0; mask &= mask - 1 {
 				c := &custom[bits.TrailingZeros32(mask)]
 				c.series += d.series
@@ -133,10 +153,23 @@ func (t *Tracker) check(tb testing.TB) {
 	if got := (trackerDelta{t.all.series.Load(), t.all.histograms.Load(), t.all.buckets.Load()}); got != all {
 		tb.Fatalf("counters = %+v, entries count %+v", got, all)
 	}
+	if lv := t.values; lv != nil {
+		if got := (trackerDelta{lv.overflow.series.Load(), lv.overflow.histograms.Load(), lv.overflow.buckets.Load()}); got != overflow {
+			tb.Fatalf("overflow counters = %+v, entries count %+v", got, overflow)
+		}
+		if len(lv.values) > lv.max {
+			tb.Fatalf("%d label values, at most %d", len(lv.values), lv.max)
+		}
+		for v, c := range lv.values {
+			if got := (trackerDelta{c.series.Load(), c.histograms.Load(), c.buckets.Load()}); got != values[v] {
+				tb.Fatalf("label value %q counters = %+v, entries count %+v", v, got, values[v])
+			}
+		}
+	}
 	for i := range custom {
-		c := &t.counts[i]
+		c := cs.counts[i]
 		if got := (trackerDelta{c.series.Load(), c.histograms.Load(), c.buckets.Load()}); got != custom[i] {
-			tb.Fatalf("custom %q counters = %+v, entries count %+v", t.custom[i].Name, got, custom[i])
+			tb.Fatalf("custom %q counters = %+v, entries count %+v", cs.custom[i].Name, got, custom[i])
 		}
 	}
 }
@@ -149,42 +182,47 @@ func TestNewTracker(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name        string
-		opts        TrackerOptions
+		opts        Options
 		wantStripes int
 		wantErr     string // a part of the error, "" for none
 	}{
-		{name: "zero", opts: TrackerOptions{}, wantStripes: DefaultTrackerStripes},
-		{name: "negative", opts: TrackerOptions{Stripes: -1}, wantStripes: DefaultTrackerStripes},
-		{name: "one", opts: TrackerOptions{Stripes: 1}, wantStripes: 1},
-		{name: "three", opts: TrackerOptions{Stripes: 3}, wantStripes: 4},
-		{name: "127", opts: TrackerOptions{Stripes: 127}, wantStripes: 128},
-		{name: "128", opts: TrackerOptions{Stripes: 128}, wantStripes: 128},
-		{name: "129", opts: TrackerOptions{Stripes: 129}, wantStripes: 256},
-		{name: "max", opts: TrackerOptions{Stripes: 1 << 16}, wantStripes: 1 << 16},
-		{name: "max+1", opts: TrackerOptions{Stripes: 1<<16 + 1}, wantErr: "65537 stripes"},
-		{name: "32 custom", opts: TrackerOptions{Custom: many[:32]}, wantStripes: DefaultTrackerStripes},
-		{name: "33 custom", opts: TrackerOptions{Custom: many}, wantErr: "33 custom trackers"},
-		{name: "no name", opts: TrackerOptions{Custom: []CustomTracker{{Matchers: []*labels.Matcher{m}}}}, wantErr: "no name"},
-		{name: "twice", opts: TrackerOptions{Custom: []CustomTracker{many[0], many[0]}}, wantErr: `"0" defined twice`},
-		{name: "no matchers", opts: TrackerOptions{Custom: []CustomTracker{{Name: "x"}}}, wantErr: "no matchers"},
-		{name: "nil matcher", opts: TrackerOptions{Custom: []CustomTracker{{Name: "x", Matchers: []*labels.Matcher{m, nil}}}}, wantErr: "nil matcher"},
+		{name: "zero", opts: Options{}, wantStripes: DefaultStripes},
+		{name: "negative", opts: Options{Stripes: -1}, wantStripes: DefaultStripes},
+		{name: "one", opts: Options{Stripes: 1}, wantStripes: 1},
+		{name: "three", opts: Options{Stripes: 3}, wantStripes: 4},
+		{name: "127", opts: Options{Stripes: 127}, wantStripes: 128},
+		{name: "128", opts: Options{Stripes: 128}, wantStripes: 128},
+		{name: "129", opts: Options{Stripes: 129}, wantStripes: 256},
+		{name: "max", opts: Options{Stripes: 1 << 16}, wantStripes: 1 << 16},
+		{name: "max+1", opts: Options{Stripes: 1<<16 + 1}, wantErr: "65537 stripes"},
+		{name: "32 custom", opts: Options{Custom: many[:32]}, wantStripes: DefaultStripes},
+		{name: "33 custom", opts: Options{Custom: many}, wantErr: "33 custom trackers"},
+		{name: "no name", opts: Options{Custom: []CustomTracker{{Matchers: []*labels.Matcher{m}}}}, wantErr: "no name"},
+		{name: "twice", opts: Options{Custom: []CustomTracker{many[0], many[0]}}, wantErr: `"0" defined twice`},
+		{name: "no matchers", opts: Options{Custom: []CustomTracker{{Name: "x"}}}, wantStripes: DefaultStripes},
+		{name: "nil matcher", opts: Options{Custom: []CustomTracker{{Name: "x", Matchers: []*labels.Matcher{m, nil}}}}, wantErr: "nil matcher"},
+		{name: "by label", opts: Options{ByLabel: "team"}, wantStripes: DefaultStripes},
+		{name: "by label, max", opts: Options{ByLabel: "team", MaxLabelValues: 1 << 16}, wantStripes: DefaultStripes},
+		{name: "by label, max+1", opts: Options{ByLabel: "team", MaxLabelValues: 1<<16 + 1}, wantErr: "65537 label values"},
+		{name: "by label, negative", opts: Options{ByLabel: "team", MaxLabelValues: -1}, wantErr: "-1 label values"},
+		{name: "max label values alone", opts: Options{MaxLabelValues: 10}, wantErr: "without ByLabel"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := NewTracker(tc.opts)
+			tr, err := New(tc.opts)
 			if tc.wantErr != "" {
-				if !errors.Is(err, ErrTrackerOptions) || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("NewTracker(%s) = %v, want an ErrTrackerOptions about %q", tc.name, err, tc.wantErr)
+				if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("New(%s) = %v, want an ErrOptions about %q", tc.name, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("NewTracker(%s) = %v, want no error", tc.name, err)
+				t.Fatalf("New(%s) = %v, want no error", tc.name, err)
 			}
 			if got := len(tr.stripes); got != tc.wantStripes {
-				t.Fatalf("NewTracker(%s) has %d stripes, want %d", tc.name, got, tc.wantStripes)
+				t.Fatalf("New(%s) has %d stripes, want %d", tc.name, got, tc.wantStripes)
 			}
 			if tr.Active() != 0 {
-				t.Fatalf("NewTracker(%s).Active() = %d, want 0", tc.name, tr.Active())
+				t.Fatalf("New(%s).Active() = %d, want 0", tc.name, tr.Active())
 			}
 		})
 	}
@@ -299,20 +337,20 @@ type trackerOp struct {
 
 	wantCreated bool
 	wantPurged  int
-	want        TrackerCounts // after the step
+	want        Counts // after the step
 }
 
 func TestTrackerUpdate(t *testing.T) {
-	float := func(series int, hash uint64, now int64, created bool, want TrackerCounts) trackerOp {
+	float := func(series int, hash uint64, now int64, created bool, want Counts) trackerOp {
 		return trackerOp{series: series, hash: hash, buckets: -1, now: now, wantCreated: created, want: want}
 	}
-	hist := func(series int, hash uint64, buckets int, now int64, created bool, want TrackerCounts) trackerOp {
+	hist := func(series int, hash uint64, buckets int, now int64, created bool, want Counts) trackerOp {
 		return trackerOp{series: series, hash: hash, buckets: buckets, now: now, wantCreated: created, want: want}
 	}
-	purge := func(keepFrom int64, purged int, want TrackerCounts) trackerOp {
+	purge := func(keepFrom int64, purged int, want Counts) trackerOp {
 		return trackerOp{purge: true, now: keepFrom, wantPurged: purged, want: want}
 	}
-	c := func(series, hists, buckets int) TrackerCounts { return TrackerCounts{series, hists, buckets} }
+	c := func(series, hists, buckets int) Counts { return Counts{series, hists, buckets} }
 	big := math.MaxInt // a variable, for 32-bit platforms
 	for _, tc := range []struct {
 		name string
@@ -365,8 +403,8 @@ func TestTrackerUpdate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sets := trackerTestLabels(2)
-			for _, stripes := range []int{1, 2, DefaultTrackerStripes} {
-				tr := newTestTracker(t, TrackerOptions{Stripes: stripes})
+			for _, stripes := range []int{1, 2, DefaultStripes} {
+				tr := newTestTracker(t, Options{Stripes: stripes})
 				for i, op := range tc.ops {
 					if op.purge {
 						if got := tr.Purge(op.now); got != op.wantPurged {
@@ -383,10 +421,10 @@ func TestTrackerUpdate(t *testing.T) {
 							t.Fatalf("stripes=%d, step %d: update of series %d = %v, want %v", stripes, i, op.series, created, op.wantCreated)
 						}
 					}
-					var st TrackerStats
+					var st Stats
 					tr.UpdateStats(&st)
-					if st.TrackerCounts != op.want || tr.Active() != op.want.Series {
-						t.Fatalf("stripes=%d, step %d: counts %+v, Active() = %d, want %+v", stripes, i, st.TrackerCounts, tr.Active(), op.want)
+					if st.Counts != op.want || tr.Active() != op.want.Series {
+						t.Fatalf("stripes=%d, step %d: counts %+v, Active() = %d, want %+v", stripes, i, st.Counts, tr.Active(), op.want)
 					}
 					tr.check(t)
 				}
@@ -396,10 +434,10 @@ func TestTrackerUpdate(t *testing.T) {
 }
 
 func TestTrackerUpdateHistogramNegativePanics(t *testing.T) {
-	tr := newTestTracker(t, TrackerOptions{})
+	tr := newTestTracker(t, Options{})
 	defer func() {
-		if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "ingest: ") {
-			t.Fatalf("UpdateHistogram(buckets=-1) panicked with %v, want an \"ingest: \" panic", r)
+		if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "activeseries: ") {
+			t.Fatalf("UpdateHistogram(buckets=-1) panicked with %v, want an \"activeseries: \" panic", r)
 		}
 	}()
 	tr.UpdateHistogram(1, labels.FromStrings("a", "b"), -1, 0)
@@ -424,7 +462,7 @@ func TestTrackerCollisions(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			sets := trackerTestLabels(tc.n)
 			for _, stripes := range []int{1, 16} {
-				tr := newTestTracker(t, TrackerOptions{Stripes: stripes})
+				tr := newTestTracker(t, Options{Stripes: stripes})
 				for i, ls := range sets {
 					if !tr.Update(tc.hash(i), ls, int64(i%2)) {
 						t.Fatalf("Update(series %d) = false, want true (new)", i)
@@ -459,7 +497,7 @@ func TestTrackerCollisions(t *testing.T) {
 }
 
 func TestTrackerCustom(t *testing.T) {
-	tr := newTestTracker(t, TrackerOptions{Stripes: 4, Custom: []CustomTracker{
+	tr := newTestTracker(t, Options{Stripes: 4, Custom: []CustomTracker{
 		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
 		{Name: "not-b-even", Matchers: []*labels.Matcher{
 			labels.MustNewMatcher(labels.MatchNotEqual, "team", "b"),
@@ -477,16 +515,16 @@ func TestTrackerCustom(t *testing.T) {
 		}
 	}
 	// team-a: 0 3 | 6 9; not-b-even: 0 2 | 6 8; histograms 6..11.
-	want := TrackerStats{
-		TrackerCounts: TrackerCounts{12, 6, 6 + 7 + 8 + 9 + 10 + 11},
+	want := Stats{
+		Counts: Counts{12, 6, 6 + 7 + 8 + 9 + 10 + 11},
 		Custom: []CustomTrackerCounts{
-			{"team-a", TrackerCounts{4, 2, 6 + 9}},
-			{"not-b-even", TrackerCounts{4, 2, 6 + 8}},
-			{"no-zone", TrackerCounts{12, 6, 51}},
-			{"none", TrackerCounts{}},
+			{"team-a", Counts{4, 2, 6 + 9}},
+			{"not-b-even", Counts{4, 2, 6 + 8}},
+			{"no-zone", Counts{12, 6, 51}},
+			{"none", Counts{}},
 		},
 	}
-	got := TrackerStats{Custom: make([]CustomTrackerCounts, 1, 8)}
+	got := Stats{Custom: make([]CustomTrackerCounts, 1, 8)}
 	tr.UpdateStats(&got)
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("UpdateStats() = %+v, want %+v", got, want)
@@ -504,13 +542,13 @@ func TestTrackerCustom(t *testing.T) {
 	// takes their counts away. not-b-even: 0 2 | 6 8 (10 is team b).
 	tr.UpdateHistogram(sets[6].Hash(), sets[6], 100, 2)
 	tr.Purge(2)
-	want = TrackerStats{
-		TrackerCounts: TrackerCounts{6, 6, 100 + 7 + 8 + 9 + 10 + 11},
+	want = Stats{
+		Counts: Counts{6, 6, 100 + 7 + 8 + 9 + 10 + 11},
 		Custom: []CustomTrackerCounts{
-			{"team-a", TrackerCounts{2, 2, 100 + 9}},
-			{"not-b-even", TrackerCounts{2, 2, 100 + 8}},
-			{"no-zone", TrackerCounts{6, 6, 145}},
-			{"none", TrackerCounts{}},
+			{"team-a", Counts{2, 2, 100 + 9}},
+			{"not-b-even", Counts{2, 2, 100 + 8}},
+			{"no-zone", Counts{6, 6, 145}},
+			{"none", Counts{}},
 		},
 	}
 	tr.UpdateStats(&got)
@@ -563,12 +601,12 @@ func (m *trackerModel) purge(keepFrom int64) int {
 	return n
 }
 
-func (m *trackerModel) stats() TrackerStats {
-	var st TrackerStats
+func (m *trackerModel) stats() Stats {
+	var st Stats
 	for _, c := range m.custom {
 		st.Custom = append(st.Custom, CustomTrackerCounts{Name: c.Name})
 	}
-	add := func(c *TrackerCounts, s *trackerModelSeries) {
+	add := func(c *Counts, s *trackerModelSeries) {
 		c.Series++
 		if s.buckets >= 0 {
 			c.NativeHistograms++
@@ -576,10 +614,10 @@ func (m *trackerModel) stats() TrackerStats {
 		}
 	}
 	for _, s := range m.series {
-		add(&st.TrackerCounts, s)
+		add(&st.Counts, s)
 		for i, ok := range s.custom {
 			if ok {
-				add(&st.Custom[i].TrackerCounts, s)
+				add(&st.Custom[i].Counts, s)
 			}
 		}
 	}
@@ -618,7 +656,7 @@ func TestTrackerDifferential(t *testing.T) {
 					hashes[i] = uint64(r.IntN(3))
 				}
 			}
-			tr := newTestTracker(t, TrackerOptions{Stripes: tc.stripes, Custom: custom})
+			tr := newTestTracker(t, Options{Stripes: tc.stripes, Custom: custom})
 			m := &trackerModel{series: map[string]*trackerModelSeries{}, custom: custom}
 			clock := int64(100)
 			for step := range tc.ops {
@@ -656,7 +694,7 @@ func TestTrackerDifferential(t *testing.T) {
 					}
 				}
 				if step%97 == 0 {
-					var got TrackerStats
+					var got Stats
 					tr.UpdateStats(&got)
 					if want := m.stats(); !reflect.DeepEqual(got, want) {
 						t.Fatalf("step %d: UpdateStats() = %+v, want %+v", step, got, want)
@@ -664,7 +702,7 @@ func TestTrackerDifferential(t *testing.T) {
 				}
 			}
 			tr.check(t)
-			var got TrackerStats
+			var got Stats
 			tr.UpdateStats(&got)
 			if want := m.stats(); !reflect.DeepEqual(got, want) {
 				t.Fatalf("UpdateStats() = %+v, want %+v", got, want)
@@ -690,7 +728,7 @@ func TestTrackerCompact(t *testing.T) {
 		t.Run(fmt.Sprint("keep=", keep), func(t *testing.T) {
 			const n = 10_000
 			sets := trackerTestLabels(n)
-			tr := newTestTracker(t, TrackerOptions{Stripes: 1})
+			tr := newTestTracker(t, Options{Stripes: 1})
 			for i, ls := range sets {
 				tr.Update(ls.Hash(), ls, int64(i))
 			}
@@ -733,14 +771,19 @@ func TestTrackerCompact(t *testing.T) {
 func TestTrackerAllocs(t *testing.T) {
 	ls := labels.FromStrings("__name__", "up", "job", "api")
 	custom := []CustomTracker{{Name: "api", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "job", "a.*")}}}
-	tr := newTestTracker(t, TrackerOptions{Custom: custom})
+	tr := newTestTracker(t, Options{Custom: custom})
 	const n = 10_000
 	for i := range uint64(n) {
 		tr.Update(trackerMix(i), ls, 1)
 	}
 	tr.UpdateHistogram(trackerMix(n), ls, 10, 1)
+	byLabel := newTestTracker(t, Options{Custom: custom, ByLabel: "job"})
+	for i := range uint64(n) {
+		byLabel.Update(trackerMix(i), ls, 1)
+	}
+	byLabel.UpdateHistogram(trackerMix(n), ls, 10, 1)
 	now := int64(2)
-	st := TrackerStats{Custom: make([]CustomTrackerCounts, 0, 1)}
+	st := Stats{Custom: make([]CustomTrackerCounts, 0, 1)}
 	for _, tc := range []struct {
 		name string
 		f    func()
@@ -751,6 +794,10 @@ func TestTrackerAllocs(t *testing.T) {
 		{"Active", func() { _ = tr.Active() }},
 		{"ActiveCustom", func() { _, _ = tr.ActiveCustom("api") }},
 		{"UpdateStats", func() { tr.UpdateStats(&st) }},
+		// With counts by label value.
+		{"ByLabel/Update/existing", func() { byLabel.Update(trackerMix(uint64(now)%n), ls, now); now++ }},
+		{"ByLabel/UpdateHistogram/buckets", func() { byLabel.UpdateHistogram(trackerMix(n), ls, int(now%50), now); now++ }},
+		{"ByLabel/UpdateStats", func() { byLabel.UpdateStats(&st) }},
 	} {
 		if got := testing.AllocsPerRun(1000, tc.f); got != 0 {
 			t.Errorf("%s: %v allocations, want 0", tc.name, got)
@@ -766,7 +813,7 @@ func TestTrackerAllocs(t *testing.T) {
 		if testing.Short() || trackerRaceEnabled() {
 			t.Skip("adds 1M series (20 times slower under the race detector)")
 		}
-		tr := newTestTracker(t, TrackerOptions{Custom: custom})
+		tr := newTestTracker(t, Options{Custom: custom})
 		const batch = 10_000
 		next := uint64(0)
 		perBatch := testing.AllocsPerRun(99, func() {
@@ -787,7 +834,7 @@ func TestTrackerAllocs(t *testing.T) {
 	// array, the chunks, the index and the table); the old ones are
 	// garbage.
 	t.Run("Purge", func(t *testing.T) {
-		tr := newTestTracker(t, TrackerOptions{})
+		tr := newTestTracker(t, Options{})
 		const n = 100_000
 		for i := range uint64(n) {
 			tr.Update(trackerMix(i), ls, 2)
@@ -822,9 +869,9 @@ func TestTrackerConcurrent(t *testing.T) {
 			hashes[i] = uint64(i % 3) // collisions
 		}
 	}
-	tr := newTestTracker(t, TrackerOptions{Stripes: 2, Custom: []CustomTracker{
+	tr := newTestTracker(t, Options{Stripes: 2, Custom: []CustomTracker{
 		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
-	}})
+	}, ByLabel: "team", MaxLabelValues: 2}) // of 3 teams: one in the overflow
 	const writers, updates = 4, 50_000
 	var clock atomic.Int64
 	clock.Store(100)
@@ -850,6 +897,28 @@ func TestTrackerConcurrent(t *testing.T) {
 			}
 		})
 	}
+	// Reloads cycle through custom trackers that keep, move, change, drop
+	// and add some.
+	teamA := CustomTracker{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}}
+	reloads := [][]CustomTracker{
+		{teamA, {Name: "seven", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "i", ".*7")}}},
+		{{Name: "all"}, teamA},
+		{{Name: "seven", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "i", "1.*")}}, teamA},
+		{teamA},
+	}
+	others.Go(func() {
+		for k := 0; ; k++ {
+			select {
+			case <-stop:
+				return
+			default:
+				if err := tr.ReloadCustomTrackers(reloads[k%len(reloads)]); err != nil {
+					t.Errorf("ReloadCustomTrackers = %v", err)
+					return
+				}
+			}
+		}
+	})
 	others.Go(func() {
 		for k := 0; ; k++ {
 			select {
@@ -867,7 +936,7 @@ func TestTrackerConcurrent(t *testing.T) {
 	})
 	for range 2 {
 		others.Go(func() {
-			var st TrackerStats
+			var st Stats
 			for {
 				select {
 				case <-stop:
@@ -877,7 +946,7 @@ func TestTrackerConcurrent(t *testing.T) {
 					n := tr.Active()
 					a, _ := tr.ActiveCustom("team-a")
 					if n < 0 || n > len(sets) || a < 0 || a > n+len(sets) || st.NativeHistograms < 0 || st.NativeHistogramBuckets < 0 {
-						t.Errorf("counts out of range: Active() = %d, team-a %d, %+v", n, a, st.TrackerCounts)
+						t.Errorf("counts out of range: Active() = %d, team-a %d, %+v", n, a, st.Counts)
 						return
 					}
 				}
@@ -962,7 +1031,7 @@ func TestTrackerMemoryPerSeries(t *testing.T) {
 				}
 				return c
 			}
-			tr := newTestTracker(t, TrackerOptions{})
+			tr := newTestTracker(t, Options{})
 			for i := range uint64(tc.n) {
 				tr.Update(trackerMix(i), ls, 1)
 			}
@@ -973,4 +1042,274 @@ func TestTrackerMemoryPerSeries(t *testing.T) {
 			t.Errorf("impl=%s: %.1f bytes per series at %d series, want at most %.0f", tc.impl, perSeries, tc.n, limit)
 		}
 	}
+}
+
+// TestTrackerEmptyMatchers checks that a custom tracker without matchers
+// counts every series, as Cortex's does. Before, New refused it.
+func TestTrackerEmptyMatchers(t *testing.T) {
+	tr := newTestTracker(t, Options{Custom: []CustomTracker{
+		{Name: "all"},
+		{Name: "all-too", Matchers: []*labels.Matcher{}},
+		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
+	}})
+	series := trackerTestLabels(10)
+	for _, ls := range series {
+		tr.Update(ls.Hash(), ls, 1)
+	}
+	for _, tc := range []struct {
+		name string
+		want int
+	}{{"all", 10}, {"all-too", 10}, {"team-a", 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, ok := tr.ActiveCustom(tc.name); !ok || got != tc.want {
+				t.Fatalf("ActiveCustom(%q) = %d, %v, want %d, true", tc.name, got, ok, tc.want)
+			}
+		})
+	}
+}
+
+// TestTrackerZeroValue checks that a zero Tracker reads as empty and that
+// an update of it panics with the package's name, not an index error.
+func TestTrackerZeroValue(t *testing.T) {
+	var tr Tracker
+	if got := tr.Active(); got != 0 {
+		t.Fatalf("Tracker{}.Active() = %d, want 0", got)
+	}
+	if got := tr.Purge(1); got != 0 {
+		t.Fatalf("Tracker{}.Purge(1) = %d, want 0", got)
+	}
+	var s Stats
+	tr.UpdateStats(&s)
+	if s.Series != 0 || len(s.Custom) != 0 {
+		t.Fatalf("Tracker{}.UpdateStats = %+v, want zero", s)
+	}
+	ls := labels.FromStrings("a", "b")
+	for _, tc := range []struct {
+		name   string
+		update func()
+	}{
+		{"Update", func() { tr.Update(ls.Hash(), ls, 1) }},
+		{"UpdateHistogram", func() { tr.UpdateHistogram(ls.Hash(), ls, 1, 1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func() {
+				msg, _ := recover().(string)
+				if !strings.HasPrefix(msg, "activeseries: ") {
+					t.Fatalf("Tracker{}.%s panicked with %q, want a panic starting %q", tc.name, msg, "activeseries: ")
+				}
+			}()
+			tc.update()
+		})
+	}
+}
+
+// TestTrackerReload checks that ReloadCustomTrackers counts the active
+// series of new and changed custom trackers at once, keeps the counters of
+// the unchanged ones, and changes nothing when the list is invalid.
+func TestTrackerReload(t *testing.T) {
+	eq := func(name, value string) []*labels.Matcher {
+		return []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, name, value)}
+	}
+	teamA := CustomTracker{Name: "team-a", Matchers: eq("team", "a")}
+	teamB := CustomTracker{Name: "team-b", Matchers: eq("team", "b")}
+	seven := CustomTracker{Name: "seven", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "i", ".*7")}}
+	many := make([]CustomTracker, MaxCustomTrackers+1)
+	for i := range many {
+		many[i] = CustomTracker{Name: fmt.Sprint(i), Matchers: eq("team", "c")}
+	}
+	series := trackerTestLabels(1000)
+	for _, tc := range []struct {
+		name    string
+		custom  []CustomTracker
+		kept    []string // custom trackers whose counters stay
+		wantErr string
+	}{
+		{name: "same", custom: []CustomTracker{teamA, teamB, seven}, kept: []string{"team-a", "team-b", "seven"}},
+		{name: "reordered", custom: []CustomTracker{seven, teamA, teamB}, kept: []string{"team-a", "team-b", "seven"}},
+		{name: "one dropped", custom: []CustomTracker{teamA, seven}, kept: []string{"team-a", "seven"}},
+		{name: "one added", custom: []CustomTracker{teamA, teamB, seven, {Name: "all"}}, kept: []string{"team-a", "team-b", "seven"}},
+		{name: "one changed", custom: []CustomTracker{teamA, {Name: "team-b", Matchers: eq("team", "c")}, seven}, kept: []string{"team-a", "seven"}},
+		{name: "renamed", custom: []CustomTracker{teamA, {Name: "b", Matchers: teamB.Matchers}, seven}, kept: []string{"team-a", "seven"}},
+		{name: "none", custom: nil},
+		{name: "32", custom: many[:32]},
+		{name: "33", custom: many, wantErr: "33 custom trackers"},
+		{name: "twice", custom: []CustomTracker{teamA, teamA}, wantErr: `"team-a" defined twice`},
+		{name: "nil matcher", custom: []CustomTracker{{Name: "x", Matchers: []*labels.Matcher{nil}}}, wantErr: "nil matcher"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTestTracker(t, Options{Stripes: 4, Custom: []CustomTracker{teamA, teamB, seven}})
+			for i, ls := range series {
+				if i%4 == 0 {
+					tr.UpdateHistogram(ls.Hash(), ls, i%7, 10)
+				} else {
+					tr.Update(ls.Hash(), ls, int64(i%3))
+				}
+			}
+			tr.Purge(1) // drops a third of the float series
+			prev := tr.custom.Load()
+			err := tr.ReloadCustomTrackers(tc.custom)
+			if tc.wantErr != "" {
+				if !errors.Is(err, ErrOptions) || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("ReloadCustomTrackers(%s) = %v, want an ErrOptions about %q", tc.name, err, tc.wantErr)
+				}
+				if tr.custom.Load() != prev {
+					t.Fatalf("ReloadCustomTrackers(%s) failed and changed the custom trackers", tc.name)
+				}
+				tr.check(t)
+				return
+			}
+			if err != nil {
+				t.Fatalf("ReloadCustomTrackers(%s) = %v, want no error", tc.name, err)
+			}
+			tr.check(t) // the masks match the new custom trackers, the counters count them
+			cs := tr.custom.Load()
+			if got, want := len(cs.custom), len(tc.custom); got != want {
+				t.Fatalf("after ReloadCustomTrackers(%s), %d custom trackers, want %d", tc.name, got, want)
+			}
+			for _, name := range tc.kept {
+				if cs.counts[cs.names[name]] != prev.counts[prev.names[name]] {
+					t.Fatalf("ReloadCustomTrackers(%s) replaced the counters of %q, want them kept", tc.name, name)
+				}
+			}
+			var st Stats
+			tr.UpdateStats(&st)
+			for i, c := range st.Custom {
+				want := 0
+				for _, ls := range series {
+					if tr.stripes[ls.Hash()&tr.mask].table.Load() == nil {
+						continue
+					}
+					if e, _ := tr.stripes[ls.Hash()&tr.mask].table.Load().find(uint32(ls.Hash()>>32), ls); e != nil && matchesAll(tc.custom[i].Matchers, ls) {
+						want++
+					}
+				}
+				if c.Name != tc.custom[i].Name || c.Series != want {
+					t.Fatalf("after ReloadCustomTrackers(%s), Custom[%d] = %s %d series, want %s %d", tc.name, i, c.Name, c.Series, tc.custom[i].Name, want)
+				}
+			}
+			// Updates and purges go on with the new custom trackers.
+			for _, ls := range series {
+				tr.Update(ls.Hash(), ls, 20)
+			}
+			tr.Purge(15)
+			tr.check(t)
+		})
+	}
+}
+
+// TestTrackerByLabel checks the counts by label value against the rules
+// of Options.MaxLabelValues, step by step.
+func TestTrackerByLabel(t *testing.T) {
+	tr := newTestTracker(t, Options{Stripes: 4, ByLabel: "team", MaxLabelValues: 2})
+	type step struct {
+		name      string
+		update    []string // values of team of new series, "-" for none
+		histogram bool     // the updates are of native histograms of 3 buckets
+		want      string   // Stats.Values and Overflow, as value=series/histograms/buckets
+	}
+	n := 0
+	now := int64(10)
+	update := func(team string, histogram bool) {
+		ls := labels.FromStrings("__name__", "m", "i", fmt.Sprint(n), "team", team)
+		if team == "-" {
+			ls = labels.FromStrings("__name__", "m", "i", fmt.Sprint(n))
+		}
+		n++
+		if histogram {
+			tr.UpdateHistogram(ls.Hash(), ls, 3, now)
+		} else {
+			tr.Update(ls.Hash(), ls, now)
+		}
+	}
+	for _, st := range []step{
+		{name: "empty", want: "overflow=0/0/0"},
+		{name: "two values", update: []string{"a", "b", "a"}, want: "a=2/0/0 b=1/0/0 overflow=0/0/0"},
+		{name: "a third overflows", update: []string{"c", "c"}, want: "a=2/0/0 b=1/0/0 overflow=2/0/0"},
+		{name: "histograms", update: []string{"a", "c"}, histogram: true, want: "a=3/1/3 b=1/0/0 overflow=3/1/3"},
+	} {
+		t.Run(st.name, func(t *testing.T) {
+			for _, v := range st.update {
+				update(v, st.histogram)
+			}
+			if got := byLabelString(tr); got != st.want {
+				t.Fatalf("Stats = %s, want %s", got, st.want)
+			}
+			tr.check(t)
+		})
+	}
+
+	// The series of b go idle: b loses its place, but the overflow holds
+	// series, so a new value d joins it rather than taking b's place. The
+	// histograms, updated as floats, count as floats.
+	now = 20
+	for _, ls := range trackerByLabelSeries(tr) {
+		if v := ls.Get("team"); v != "b" {
+			tr.Update(ls.Hash(), ls, now)
+		}
+	}
+	tr.Purge(15)
+	update("d", false)
+	if got, want := byLabelString(tr), "a=3/0/0 overflow=4/0/0"; got != want {
+		t.Fatalf("after b went and d came, Stats = %s, want %s", got, want)
+	}
+	tr.check(t)
+
+	// The overflow drains (c and d go idle): the next new value, e, takes
+	// the free place; OverflowValue itself counts in the overflow, and so,
+	// the places all taken, do a series without the label and f. Once all
+	// go idle, the empty value of a series without the label takes a
+	// place.
+	now = 30
+	for _, ls := range trackerByLabelSeries(tr) {
+		if v := ls.Get("team"); v == "a" {
+			tr.Update(ls.Hash(), ls, now)
+		}
+	}
+	tr.Purge(25)
+	if got, want := byLabelString(tr), "a=3/0/0 overflow=0/0/0"; got != want {
+		t.Fatalf("after the overflow drained, Stats = %s, want %s", got, want)
+	}
+	update("e", false)
+	update(OverflowValue, false)
+	update("-", false)
+	update("f", false)
+	if got, want := byLabelString(tr), "a=3/0/0 e=1/0/0 overflow=3/0/0"; got != want {
+		t.Fatalf("after e, no team, and f, Stats = %s, want %s", got, want)
+	}
+	tr.check(t)
+	now = 40
+	tr.Purge(35)
+	update("-", false)
+	if got, want := byLabelString(tr), "=1/0/0 overflow=0/0/0"; got != want {
+		t.Fatalf("after a purge of all and a series without the label, Stats = %s, want %s", got, want)
+	}
+	tr.check(t)
+}
+
+// byLabelString returns t's Stats.Values and Overflow as
+// value=series/histograms/buckets, in order.
+func byLabelString(t *Tracker) string {
+	var st Stats
+	t.UpdateStats(&st)
+	var b strings.Builder
+	for _, v := range st.Values {
+		fmt.Fprintf(&b, "%s=%d/%d/%d ", v.Value, v.Series, v.NativeHistograms, v.NativeHistogramBuckets)
+	}
+	fmt.Fprintf(&b, "overflow=%d/%d/%d", st.Overflow.Series, st.Overflow.NativeHistograms, st.Overflow.NativeHistogramBuckets)
+	return b.String()
+}
+
+// trackerByLabelSeries returns the labels of the series t tracks.
+func trackerByLabelSeries(t *Tracker) []labels.Labels {
+	var out []labels.Labels
+	for i := range t.stripes {
+		tb := t.stripes[i].table.Load()
+		if tb == nil {
+			continue
+		}
+		for j := range t.stripes[i].used {
+			out = append(out, trackerEntryAt(tb.chunks, j).lset)
+		}
+	}
+	return out
 }

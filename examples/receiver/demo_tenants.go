@@ -157,9 +157,9 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 	if c.dataDir != "" {
 		dirK, dirP = filepath.Join(c.dataDir, "ingestkit"), filepath.Join(c.dataDir, "prometheus")
 	} else {
-		tmp, err := os.MkdirTemp("", "ingestkit-receiver-demo-")
-		if err != nil {
-			return err
+		tmp, terr := os.MkdirTemp("", "ingestkit-receiver-demo-")
+		if terr != nil {
+			return terr
 		}
 		defer func() { err = errors.Join(err, os.RemoveAll(tmp)) }() // after the TSDBs are closed
 		dirK, dirP = filepath.Join(tmp, "ingestkit"), filepath.Join(tmp, "prometheus")
@@ -196,11 +196,11 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 		if err := validTenantID(id); err != nil {
 			return err
 		}
-		db, clean, err := openDB(filepath.Join(dirP, id), c.maxExemplars, c.metadataWAL, nil)
-		if err != nil {
-			return err
+		db, clean, oerr := openDB(filepath.Join(dirP, id), c.maxExemplars, c.metadataWAL, nil)
+		if oerr != nil {
+			return oerr
 		}
-		defer func() { err = errors.Join(err, clean()) }()
+		defer func() { err = errors.Join(err, clean()) }() // the named result, not a shadow
 		dbsP[id] = db
 		rt.m[id] = remote.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), db,
 			remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, c.typeAndUnitLabels, c.metadataWAL)

@@ -25,6 +25,10 @@ type receiveCase struct {
 	// hold series of exemplars without samples, which Prometheus's sender
 	// makes and both receivers reject.
 	partial bool
+	// tenants, if positive, sends request j to tenant benchTenant(j %
+	// tenants) through a tenant router (see newBenchTarget); 0 sends every
+	// request to one handler, without a tenant header.
+	tenants int
 }
 
 func receiveCases() []receiveCase {
@@ -49,6 +53,7 @@ func receiveCases() []receiveCase {
 		{name: "large-10MiB", reqs: func(testing.TB) []*request { return []*request{largeRequest(10, 10<<20)} }},
 		{name: "captured-rw1", reqs: captured(1)},
 		{name: "captured-rw2", reqs: captured(2), partial: true},
+		{name: fmt.Sprintf("tenants-%dx%d", benchTenants, benchTenantSeries), reqs: tenantRequests, tenants: benchTenants},
 	}
 }
 
@@ -253,26 +258,31 @@ const benchQueueBytes = 16 << 20
 // value (1.0 would repeat it in each series, past the 32 MiB limit); the
 // captured cases are testdata/remote-write, whose 2.0 requests both answer
 // with a 400 partial write (see receiveCase.partial).
+//
+// tenants-100x500 is multi-tenant: one op is 100 requests of 500 typical
+// series, one to each of 100 tenants in turn (the THANOS-TENANT header),
+// through a router to one TSDB per tenant: the Receiver's own (tenants.go)
+// for impl=ingestkit, and for impl=prometheus an equivalent router over
+// one remote.NewWriteHandler per tenant (benchTenantRouter). The tenants'
+// TSDBs are opened before timing. TestBenchTenantsIdentical checks that
+// both leave the same data in every tenant.
 func BenchmarkReceive(b *testing.B) {
 	for _, c := range receiveCases() {
 		reqs := c.reqs(b)
 		for _, status := range []string{"ok", "conflict"} {
 			for _, impl := range []string{"prometheus", "ingestkit"} {
 				b.Run(fmt.Sprintf("case=%s/status=%s/impl=%s", c.name, status, impl), func(b *testing.B) {
-					benchReceive(b, impl, reqs, status == "conflict", c.partial)
+					benchReceive(b, impl, reqs, c.tenants, status == "conflict", c.partial)
 				})
 			}
 		}
 	}
 }
 
-func benchReceive(b *testing.B, impl string, reqs []*request, conflict, partial bool) {
-	db := newBenchDB(b)
-	h := newImpl(b, impl, db)
-	brs := make([]*benchRequest, len(reqs))
-	for j, r := range reqs {
-		brs[j] = newBenchRequest(r.msg)
-	}
+func benchReceive(b *testing.B, impl string, reqs []*request, tenants int, conflict, partial bool) {
+	target := newBenchTarget(b, impl, tenants)
+	h := target.h
+	brs := newBenchRequests(reqs, tenants)
 	serve := func(bodies [][]byte, text bool) {
 		for j, br := range brs {
 			br.serve(h, bodies[j])
@@ -321,5 +331,10 @@ func benchReceive(b *testing.B, impl string, reqs []*request, conflict, partial 
 		}
 		serve(queue[next], false)
 		next++
+	}
+	if tenants > 0 {
+		// Outside the timer: every tenant holds its series, up to the
+		// last op's samples.
+		target.checkTenants(b, reqs, ts-int64(len(queue)-next)*benchOpStep)
 	}
 }

@@ -18,7 +18,6 @@ import (
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/client_golang/prometheus"
-	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -46,6 +45,7 @@ type encoded struct {
 	// exemplarOnly counts the series with exemplars and no sample, which
 	// remote write 2.0 rejects.
 	exemplarOnly int
+	tenant       demoTenant // with -tenants: the tenant header to send
 }
 
 // phaseResult is what driving one receiver measured.
@@ -83,6 +83,9 @@ func versionIndex(msg remoteapi.WriteMessageType) int {
 
 // runDemo runs the -demo mode: see the command's documentation.
 func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
+	if c.demoTenants > 1 {
+		return runDemoTenants(ctx, out, c)
+	}
 	dirK, dirP := "", ""
 	if c.dataDir != "" {
 		dirK, dirP = filepath.Join(c.dataDir, "ingestkit"), filepath.Join(c.dataDir, "prometheus")
@@ -210,15 +213,8 @@ func demoBodies(c config, out io.Writer) ([]encoded, error) {
 		}
 		reqs = append(reqs, cr...)
 	}
-	for i, n := 0, 0; n < c.syntheticSeries; i++ {
-		size := min(demoBatch, c.syntheticSeries-n)
-		msg, wl := remoteapi.WriteV1MessageType, "synthetic-v1"
-		if i%2 == 1 {
-			msg, wl = remoteapi.WriteV2MessageType, "synthetic-v2"
-		}
-		reqs = append(reqs, typicalRequest(fmt.Sprintf("synthetic-%d", i), msg, typicalSeries(size, fmt.Sprintf("%s-%d", wl, i))))
-		n += size
-	}
+	captured := len(reqs)
+	reqs = append(reqs, syntheticRequests(c)...)
 	base := time.Now().Add(-demoBack).UnixMilli()
 	maxRounds := int(demoBack.Milliseconds() / demoRoundStep)
 	var (
@@ -232,30 +228,23 @@ func demoBodies(c config, out io.Writer) ([]encoded, error) {
 				return nil, err
 			}
 			s, h, e := r.counts()
-			bodies = append(bodies, encoded{msg: r.msg, body: b, samples: s + h, exemplars: e, fromTarget: r.name, exemplarOnly: r.exemplarOnly()})
+			bodies = append(bodies, encoded{msg: r.msg, body: b, samples: s + h, exemplars: e, fromTarget: r.name, exemplarOnly: r.exemplarOnly(), tenant: r.tenant})
 			total += len(b)
 		}
 	}
 	fmt.Fprintf(out, "workload: %d requests a round (%d captured, %d synthetic of %d series); %d requests (%.0f MiB) encoded ahead\n",
-		len(reqs), len(reqs)-(c.syntheticSeries+demoBatch-1)/demoBatch, (c.syntheticSeries+demoBatch-1)/demoBatch, c.syntheticSeries, len(bodies), float64(total)/(1<<20))
+		len(reqs), captured, len(reqs)-captured, c.syntheticSeries, len(bodies), float64(total)/(1<<20))
 	return bodies, nil
 }
 
 // drive sends bodies in order with Prometheus's remote-write client, one
-// client per message type, until budget has passed (0: all of them).
+// client per message type and tenant header (newDemoClients), until budget
+// has passed (0: all of them).
 func drive(ctx context.Context, out io.Writer, name string, u *url.URL, bodies []encoded, budget time.Duration) (phaseResult, error) {
 	res := phaseResult{name: name}
-	clients := map[remoteapi.WriteMessageType]remote.WriteClient{}
-	for _, msg := range []remoteapi.WriteMessageType{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType} {
-		cl, err := remote.NewWriteClient(name+"-"+string(msg), &remote.ClientConfig{
-			URL:           &config_util.URL{URL: u},
-			Timeout:       model.Duration(30 * time.Second),
-			WriteProtoMsg: msg,
-		})
-		if err != nil {
-			return res, err
-		}
-		clients[msg] = cl
+	clients, err := newDemoClients(name, u, bodies)
+	if err != nil {
+		return res, err
 	}
 	runtime.GC()
 	var before, after runtime.MemStats
@@ -266,7 +255,7 @@ func drive(ctx context.Context, out io.Writer, name string, u *url.URL, bodies [
 		if budget > 0 && time.Since(start) > budget {
 			break
 		}
-		rs, err := clients[b.msg].Store(ctx, b.body, 0)
+		rs, err := clients[demoClientKey{b.msg, b.tenant}].Store(ctx, b.body, 0)
 		res.requests++
 		v := &res.byVersion[versionIndex(b.msg)]
 		v.requests++

@@ -13,6 +13,13 @@
 //
 //	go run ./examples/receiver -demo
 //
+// With -tenants N the demo spreads its synthetic series over N tenants,
+// each request naming its tenant in the -tenant-header (the captured
+// requests go to the default tenant), and runs the receiver behind its
+// tenant router and Prometheus's handler behind the same routing, one
+// remote.NewWriteHandler and TSDB per tenant (demo_tenants.go); it checks
+// that each tenant's two TSDBs hold the same data (TestDemo).
+//
 // Without -demo it serves until interrupted:
 //
 //	go run ./examples/receiver -listen 127.0.0.1:9201 -data-dir /tmp/tsdb \
@@ -73,6 +80,7 @@
 // TSDB keeps, and the TSDB's new chunks come on top.
 //
 // BenchmarkReceive compares the receiver with Prometheus's handler on the
-// same request bytes; TestDifferential checks that they answer alike and
-// write the same data.
+// same request bytes, single-tenant and, in case=tenants-100x500, behind
+// the same tenant routing; TestDifferential checks that they answer alike
+// and write the same data.
 package main

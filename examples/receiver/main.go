@@ -46,6 +46,7 @@ type config struct {
 	purgeInterval   time.Duration
 	activeIdle      time.Duration
 	syntheticSeries int
+	demoTenants     int // -tenants
 
 	// The HTTP server's limits (see newServer).
 	readHeaderTimeout time.Duration
@@ -422,6 +423,7 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
 	fs.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
 	fs.IntVar(&c.syntheticSeries, "synthetic-series", 10_000, "with -demo: distinct series of the synthetic workload")
+	fs.IntVar(&c.demoTenants, "tenants", 1, "with -demo: spread the synthetic workload over this many tenants (the -tenant-header of each request; the captured requests go to the default tenant), behind the receiver's tenant router and, for Prometheus's handler, one remote.NewWriteHandler and TSDB per tenant, and compare every tenant's two TSDBs")
 	fs.DurationVar(&c.readHeaderTimeout, "read-header-timeout", 10*time.Second, "longest time to read a request's headers (0: -read-timeout)")
 	fs.DurationVar(&c.readTimeout, "read-timeout", defaultReadTimeout, "longest time to read a whole request, body included, after which the connection is closed (0: none); the default is the remote_timeout of Prometheus's sender")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 0, "longest time from the end of a request's headers to the end of its response, processing included (0: none, as Prometheus)")

@@ -257,12 +257,17 @@ func (tt *tenants) openExisting() error {
 // the default tenant if it has none or an empty one. A request that
 // repeats the header is refused: it names no single tenant.
 func (tt *tenants) tenantOf(req *http.Request) (string, error) {
-	vs := req.Header.Values(tt.opts.Header)
+	return requestTenant(req, tt.opts.Header, tt.opts.Default)
+}
+
+// requestTenant is tenantOf with the header and the default tenant given.
+func requestTenant(req *http.Request, header, def string) (string, error) {
+	vs := req.Header.Values(header)
 	switch {
 	case len(vs) > 1:
-		return "", fmt.Errorf("%w: %d %s headers, want one", errInvalidTenant, len(vs), tt.opts.Header)
+		return "", fmt.Errorf("%w: %d %s headers, want one", errInvalidTenant, len(vs), header)
 	case len(vs) == 0 || vs[0] == "":
-		return tt.opts.Default, nil
+		return def, nil
 	}
 	return vs[0], validTenantID(vs[0])
 }

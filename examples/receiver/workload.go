@@ -23,6 +23,9 @@ type request struct {
 	v1   *prompb.WriteRequest // set when msg is 1.0
 	v2   *writev2.Request     // set when msg is 2.0
 	pb   []byte               // reused by appendBody
+	// tenant is the tenant header the demo sends the request with, if
+	// any (-tenants).
+	tenant demoTenant
 }
 
 // body returns the request with every sample, histogram and exemplar

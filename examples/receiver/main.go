@@ -393,6 +393,11 @@ func newServer(c config, h http.Handler) *http.Server {
 // purgeLoop drops idle series from the ref cache and the tracker (see
 // Receiver.Purge), of a Receiver or of every tenant's.
 func purgeLoop(ctx context.Context, r interface{ Purge(time.Time) (int, int) }, every, idle time.Duration) {
+	tick(ctx, every, func(now time.Time) { r.Purge(now.Add(-idle)) })
+}
+
+// tick calls f with the time of each tick, every every, until ctx is done.
+func tick(ctx context.Context, every time.Duration, f func(now time.Time)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -400,7 +405,7 @@ func purgeLoop(ctx context.Context, r interface{ Purge(time.Time) (int, int) }, 
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			r.Purge(now.Add(-idle))
+			f(now)
 		}
 	}
 }

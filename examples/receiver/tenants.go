@@ -587,18 +587,11 @@ func tenantExemplars(c config) (ring, tsdb int64, _ error) {
 
 // tenantIdleLoop closes the tenants idle for idle, every every.
 func tenantIdleLoop(ctx context.Context, tt *tenants, every, idle time.Duration, logger *slog.Logger) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			if _, err := tt.closeIdle(now.Add(-idle)); err != nil {
-				logger.Error("closing idle tenants", "err", err)
-			}
+	tick(ctx, every, func(now time.Time) {
+		if _, err := tt.closeIdle(now.Add(-idle)); err != nil {
+			logger.Error("closing idle tenants", "err", err)
 		}
-	}
+	})
 }
 
 // tenantRegisterer registers a tenant's collectors with the tenant="<id>"

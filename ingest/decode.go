@@ -175,12 +175,18 @@ func (d *Decoder) Next() bool {
 	if d.err != nil {
 		return false
 	}
-	seriesField := v1FieldTimeseries
+	seriesField, seriesTag := v1FieldTimeseries, tagV1Timeseries
 	if d.v2 {
-		seriesField = v2FieldTimeseries
+		seriesField, seriesTag = v2FieldTimeseries, tagV2Timeseries
 	}
 	for len(d.rest) > 0 {
 		at := d.rest
+		if at[0] == seriesTag { // the fast path of decode_fast.go
+			if v, n, ok := shortBytes(at[1:]); ok {
+				d.rest = at[1+n:]
+				return d.series(v)
+			}
+		}
 		num, typ, n := protowire.ConsumeTag(at)
 		if n < 0 {
 			d.fail(parseError("field tag", at, n))
@@ -199,28 +205,7 @@ func (d *Decoder) Next() bool {
 				return false
 			}
 			d.rest = b[n:]
-			d.s.reset()
-			var e *decodeError
-			if d.v2 {
-				e = d.s.decodeV2(v)
-			} else {
-				e = d.s.decodeV1(v)
-			}
-			if e != nil {
-				e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
-				d.fail(e)
-				return false
-			}
-			if d.s.bad != nil {
-				d.s.bad.what = fmt.Sprintf("timeseries %d: %s", d.n, d.s.bad.what)
-				d.s.err = d.format(d.s.bad)
-			}
-			for _, e := range d.s.badEx {
-				e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
-				d.s.exErrs = append(d.s.exErrs, d.format(e))
-			}
-			d.n++
-			return true
+			return d.series(v)
 		case !d.v2 && num == v1FieldMetadata:
 			// Prometheus's handler ignores 1.0 metadata, but its Unmarshal
 			// rejects a malformed one; so does the Decoder.
@@ -249,6 +234,33 @@ func (d *Decoder) Next() bool {
 		}
 	}
 	return false
+}
+
+// series decodes the TimeSeries message v into d.s for Next, which returns
+// what series returns.
+func (d *Decoder) series(v []byte) bool {
+	d.s.reset()
+	var e *decodeError
+	if d.v2 {
+		e = d.s.decodeV2(v)
+	} else {
+		e = d.s.decodeV1(v)
+	}
+	if e != nil {
+		e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
+		d.fail(e)
+		return false
+	}
+	if d.s.bad != nil {
+		d.s.bad.what = fmt.Sprintf("timeseries %d: %s", d.n, d.s.bad.what)
+		d.s.err = d.format(d.s.bad)
+	}
+	for _, e := range d.s.badEx {
+		e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
+		d.s.exErrs = append(d.s.exErrs, d.format(e))
+	}
+	d.n++
+	return true
 }
 
 // Err returns the first error the Decoder met since the last

@@ -38,17 +38,28 @@ const (
 	v1MetadataUnit   protowire.Number = 5 // MetricMetadata.unit
 )
 
-// The one-byte tags of the fields the fast paths look for: field number << 3
-// | wire type, which TestDecodeTags checks against protowire.EncodeTag.
-const (
-	tagLabelName  = byte(v1LabelName<<3) | byte(protowire.BytesType)
-	tagLabelValue = byte(v1LabelValue<<3) | byte(protowire.BytesType)
-)
-
 // decodeV1 decodes the prometheus.TimeSeries message b into s, which has
 // been reset.
 func (s *Series) decodeV1(b []byte) *decodeError {
 	for len(b) > 0 {
+		switch b[0] { // the fast paths of decode_fast.go
+		case tagV1Labels:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				if name, value, ok := fastLabel(v); ok {
+					s.set.Add(name, value)
+					b = b[1+n:]
+					continue
+				}
+			}
+		case tagV1Samples:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				if smp, ok := fastSample(v, false); ok {
+					s.samples = append(s.samples, smp)
+					b = b[1+n:]
+					continue
+				}
+			}
+		}
 		num, typ, v, _, n := consumeField(b)
 		if n < 0 {
 			return parseError("field", b, n)
@@ -96,16 +107,8 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 // parseLabel decodes a prometheus.Label. A missing field is empty, as in
 // the generated code, and a repeated one overrides the earlier.
 func parseLabel(b []byte) (name, value []byte, e *decodeError) {
-	// Fast path: name then value and nothing else, as every encoder writes
-	// a label. The tags are single bytes; the lengths are read by protowire.
-	if len(b) > 0 && b[0] == tagLabelName {
-		name, n := protowire.ConsumeBytes(b[1:])
-		if n >= 0 && 1+n < len(b) && b[1+n] == tagLabelValue {
-			value, m := protowire.ConsumeBytes(b[2+n:])
-			if m >= 0 && 2+n+m == len(b) {
-				return name, value, nil
-			}
-		}
+	if name, value, ok := fastLabel(b); ok {
+		return name, value, nil
 	}
 	for len(b) > 0 {
 		num, typ, v, _, n := consumeField(b)

@@ -65,6 +65,29 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 	series := b
 	refs := refPairs{syms: s.syms, set: &s.set}
 	for len(b) > 0 {
+		switch b[0] { // the fast paths of decode_fast.go
+		case tagV2LabelsRefs:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				if e := refs.packed(v, "labels_refs"); e != nil {
+					return e
+				}
+				b = b[1+n:]
+				continue
+			}
+		case tagV2Samples:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				if smp, ok := fastSample(v, true); ok {
+					s.samples = append(s.samples, smp)
+					b = b[1+n:]
+					continue
+				}
+			}
+		case tagV2Metadata:
+			if v, n, ok := shortBytes(b[1:]); ok && s.fastMetadataV2(v) {
+				b = b[1+n:]
+				continue
+			}
+		}
 		num, typ, v, x, n := consumeField(b)
 		if n < 0 {
 			return parseError("field", b, n)
@@ -165,20 +188,34 @@ func (p *refPairs) field(typ protowire.Type, v []byte, x uint64, at []byte, what
 		// The generated code keeps the low 32 bits of a larger varint.
 		return p.add(uint32(x), at, what)
 	case protowire.BytesType:
-		for len(v) > 0 {
-			x, n := protowire.ConsumeVarint(v)
-			if n < 0 {
-				return &decodeError{kind: ErrMalformed, at: v, what: "packed " + what, cause: protowire.ParseError(n)}
-			}
-			if e := p.add(uint32(x), v, what); e != nil {
-				return e
-			}
-			v = v[n:]
-		}
-		return nil
+		return p.packed(v, what)
 	default:
 		return wireTypeError(what, at, typ)
 	}
+}
+
+// packed reads the packed references v of one labels_refs field. Most
+// references are varints of one or two bytes, read inline.
+func (p *refPairs) packed(v []byte, what string) *decodeError {
+	for len(v) > 0 {
+		var x uint64
+		var n int
+		switch {
+		case v[0] < 0x80:
+			x, n = uint64(v[0]), 1
+		case len(v) > 1 && v[1] < 0x80:
+			x, n = uint64(v[0]&0x7f)|uint64(v[1])<<7, 2
+		default:
+			if x, n = protowire.ConsumeVarint(v); n < 0 {
+				return &decodeError{kind: ErrMalformed, at: v, what: "packed " + what, cause: protowire.ParseError(n)}
+			}
+		}
+		if e := p.add(uint32(x), v, what); e != nil {
+			return e
+		}
+		v = v[n:]
+	}
+	return nil
 }
 
 // add reads one reference.

@@ -23,6 +23,11 @@ func (b *bufDigest) writePairBytes(name, value []byte) {
 	writeSepPairBytes(b, name, value)
 }
 
+// writePairsBytes is writePairBytes for each pair in turn.
+func (b *bufDigest) writePairsBytes(ps []Pair) {
+	writeSepPairsBytes(b, ps)
+}
+
 // putPairString writes a pair into buf, which has exactly its size, and
 // returns that size.
 func putPairString[S ~string | ~[]byte](buf []byte, name, value S) int {

@@ -54,6 +54,23 @@ func (b *bufDigest) writePairBytes(name, value []byte) {
 	b.n = put(&b.buf, n+1, value)
 }
 
+// writePairsBytes is writePairBytes for each pair in turn, in one loop
+// without a call per pair for those that fit the buffer.
+func (b *bufDigest) writePairsBytes(ps []Pair) {
+	for i := range ps {
+		name, value := ps[i].Name, ps[i].Value
+		if !b.tryPair(len(name), len(value)) {
+			writePair(b, name, value)
+			continue
+		}
+		n := b.n
+		b.buf[n] = byte(len(name))
+		n = put(&b.buf, n+1, name)
+		b.buf[n] = byte(len(value))
+		b.n = put(&b.buf, n+1, value)
+	}
+}
+
 // putPairString writes a short pair into buf, which has exactly its size,
 // and returns that size.
 func putPairString[S ~string | ~[]byte](buf []byte, name, value S) int {

@@ -43,6 +43,16 @@ func TestWriteReadsPastLength(t *testing.T) {
 					if got, want := h.TenantSum64(), thanosTenantHash("tenant", ls); got != want {
 						t.Fatalf("TenantSum64() = %#x, want %#x", got, want)
 					}
+					var ps []Pair
+					pre.Range(func(l labels.Label) { ps = append(ps, Pair{view(l.Name, extra), view(l.Value, extra)}) })
+					h.Reset("tenant")
+					h.WritePairs(append(ps, Pair{view(name, extra), view(value, extra)}))
+					if got, want := h.Sum64(), ls.Hash(); got != want {
+						t.Fatalf("WritePairs: Sum64() = %#x, want Labels.Hash() %#x", got, want)
+					}
+					if got, want := h.TenantSum64(), thanosTenantHash("tenant", ls); got != want {
+						t.Fatalf("WritePairs: TenantSum64() = %#x, want %#x", got, want)
+					}
 				})
 			}
 		}

@@ -117,31 +117,50 @@ func (b *Set) ResetTenant(tenant string) {
 //
 // Add makes no allocation once the Set has held as many pairs before.
 func (b *Set) Add(name, value []byte) {
-	p := b.push()
-	p.name, p.value, p.borrowed = bytestr.String(name), bytestr.String(value), true
-	if n := len(b.pairs) - 1; n > 0 && !b.unsorted {
-		// outOfOrder, by hand: the compiler does not inline it, and this
-		// is the decoders' path.
-		last := &b.pairs[n-1]
-		switch {
-		case len(p.name) >= 8 && len(last.name) >= 8 && prefix8(p.name) != prefix8(last.name):
-			b.unsorted = prefix8(p.name) < prefix8(last.name)
-		case len(p.name) >= 4 && len(last.name) >= 4 && prefix4(p.name) != prefix4(last.name):
-			b.unsorted = prefix4(p.name) < prefix4(last.name)
-		case len(p.name) > 0 && len(last.name) > 0 && p.name[0] != last.name[0]:
-			b.unsorted = p.name[0] < last.name[0]
-		default:
-			b.unsorted = p.name < last.name || p.name == last.name && p.value < last.value
+	one := [1]labelhash.Pair{{Name: name, Value: value}}
+	b.AddPairs(one[:])
+}
+
+// AddPairs adds the pairs in order, as an [Set.Add] of each would, in one
+// call: a decoder that gathers the pairs of a series first saves a call per
+// pair. The Set keeps the slices of the pairs as Add does, and not ps.
+//
+// AddPairs makes no allocation once the Set has held as many pairs before.
+func (b *Set) AddPairs(ps []labelhash.Pair) {
+	// The pairs before the first one out of order go to both hashes, the
+	// others to the tenant hash only (see sort).
+	k := len(ps)
+	if b.unsorted {
+		k = 0
+	}
+	for i := range ps {
+		p := b.push()
+		p.name, p.value, p.borrowed = bytestr.String(ps[i].Name), bytestr.String(ps[i].Value), true
+		if n := len(b.pairs) - 1; n > 0 && !b.unsorted {
+			// outOfOrder, by hand: the compiler does not inline it, and
+			// this is the decoders' path.
+			last := &b.pairs[n-1]
+			switch {
+			case len(p.name) >= 8 && len(last.name) >= 8 && prefix8(p.name) != prefix8(last.name):
+				b.unsorted = prefix8(p.name) < prefix8(last.name)
+			case len(p.name) >= 4 && len(last.name) >= 4 && prefix4(p.name) != prefix4(last.name):
+				b.unsorted = prefix4(p.name) < prefix4(last.name)
+			case len(p.name) > 0 && len(last.name) > 0 && p.name[0] != last.name[0]:
+				b.unsorted = p.name[0] < last.name[0]
+			default:
+				b.unsorted = p.name < last.name || p.name == last.name && p.value < last.value
+			}
+			if b.unsorted {
+				k = i
+			}
 		}
 	}
-	switch {
-	case !b.unsorted && !b.withTenant:
-		b.h.Hasher.Write(name, value)
-	case !b.unsorted:
-		b.h.Write(name, value)
-	case b.withTenant:
-		b.h.WriteTenant(name, value)
+	if !b.withTenant {
+		b.h.Hasher.WritePairs(ps[:k])
+		return
 	}
+	b.h.WritePairs(ps[:k])
+	b.h.WriteTenantPairs(ps[k:])
 }
 
 // AddString adds a pair given as strings. Go strings are immutable, so the

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ingestkit/ingestkit/internal/bytestr"
+	"github.com/ingestkit/ingestkit/internal/labelhash"
 	"github.com/ingestkit/ingestkit/internal/labelset"
 )
 
@@ -300,6 +301,7 @@ type Series struct {
 	v2   bool
 	syms [][]byte // the Decoder's symbols table (2.0)
 	set  labelset.Set
+	wire []labelhash.Pair // the series' labels, gathered for set.AddPairs
 
 	samples []Sample
 	hists   []HistogramSample
@@ -345,6 +347,10 @@ func (s *Series) trim() {
 	if cap(s.samples) > MaxDecoderRetained {
 		s.samples = nil
 	}
+	if cap(s.wire) > MaxDecoderRetained {
+		s.wire = nil
+	}
+	clear(s.wire[:cap(s.wire)]) // drop the views of the previous request
 	if cap(s.hists) > MaxDecoderRetained {
 		s.hists = nil
 	}

@@ -12,7 +12,8 @@ import (
 
 // TestDecodeFastPathEdges decodes, against Prometheus's generated code, the
 // bytes on either side of what the fast paths of decode_fast.go accept:
-// lengths at the one-, two- and three-byte varint edges, non-minimal
+// lengths at the one-, two- and three-byte varint edges (a label of name
+// "zz" and a value of 121 bytes is a message of 127), non-minimal
 // varints, fields out of order, repeated or unknown, and 9- and 10-byte
 // timestamps. Each must give what the general path gives.
 func TestDecodeFastPathEdges(t *testing.T) {
@@ -39,7 +40,7 @@ func TestDecodeFastPathEdges(t *testing.T) {
 		buf  []byte
 	}
 	var v1Cases, v2Cases []tc
-	for _, n := range []int{0, 1, 127, 128, 129, maxShortBytesSize - 20, maxShortBytesSize, maxShortBytesSize + 1, 20000} {
+	for _, n := range []int{0, 1, 120, 121, 122, 123, 127, 128, 129, maxShortBytesSize - 20, maxShortBytesSize, maxShortBytesSize + 1, 20000} {
 		s := strings.Repeat("v", n)
 		v1Cases = append(v1Cases,
 			tc{fmt.Sprintf("value of %d bytes", n), decV1Series(up, decV1Label("zz", s), sample(val(nil, 1), ts(5)))},

@@ -6,6 +6,7 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/ingestkit/ingestkit/internal/labelhash"
 	"github.com/ingestkit/ingestkit/internal/labelset"
 )
 
@@ -63,7 +64,8 @@ func (d *Decoder) indexSymbols() *decodeError {
 // which has been reset.
 func (s *Series) decodeV2(b []byte) *decodeError {
 	series := b
-	refs := refPairs{syms: s.syms, set: &s.set}
+	s.wire = s.wire[:0] // the labels, added to the set at the end
+	refs := refPairs{syms: s.syms, out: &s.wire}
 	for len(b) > 0 {
 		switch b[0] { // the fast paths of decode_fast.go
 		case tagV2LabelsRefs:
@@ -151,14 +153,16 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 	case uint64(s.metaHelp) >= uint64(len(s.syms)):
 		s.bad = symbolError("metadata help_ref", series, s.metaHelp, len(s.syms))
 	}
+	s.set.AddPairs(s.wire)
 	return nil
 }
 
 // refPairs resolves a labels_refs field, which may come in several packed
-// or unpacked pieces, into (name, value) pairs added to set, or only checks
-// it if set is nil.
+// or unpacked pieces, into (name, value) pairs appended to out, or else
+// added to set, or only checks it if both are nil.
 type refPairs struct {
 	syms [][]byte
+	out  *[]labelhash.Pair
 	set  *labelset.Set
 	name uint32 // the name of the pair being read, if odd
 	odd  bool   // an odd number of references was read so far
@@ -210,8 +214,22 @@ func (p *refPairs) packed(v []byte, what string) *decodeError {
 				return &decodeError{kind: ErrMalformed, at: v, what: "packed " + what, cause: protowire.ParseError(n)}
 			}
 		}
-		if e := p.add(uint32(x), v, what); e != nil {
-			return e
+		// add, by hand: the compiler does not inline it.
+		ref := uint32(x)
+		if uint64(ref) >= uint64(len(p.syms)) && p.bad == nil {
+			p.bad = symbolError(what, v, ref, len(p.syms))
+		}
+		if !p.odd {
+			p.name, p.odd = ref, true
+		} else {
+			p.odd = false
+			switch {
+			case p.bad != nil:
+			case p.out != nil:
+				*p.out = append(*p.out, labelhash.Pair{Name: p.syms[p.name], Value: p.syms[ref]})
+			case p.set != nil:
+				p.set.Add(p.syms[p.name], p.syms[ref])
+			}
 		}
 		v = v[n:]
 	}
@@ -228,7 +246,11 @@ func (p *refPairs) add(ref uint32, at []byte, what string) *decodeError {
 		return nil
 	}
 	p.odd = false
-	if p.set != nil && p.bad == nil {
+	switch {
+	case p.bad != nil:
+	case p.out != nil:
+		*p.out = append(*p.out, labelhash.Pair{Name: p.syms[p.name], Value: p.syms[ref]})
+	case p.set != nil:
 		p.set.Add(p.syms[p.name], p.syms[ref])
 	}
 	return nil

@@ -182,10 +182,16 @@ func (d *Decoder) Next() bool {
 	}
 	for len(d.rest) > 0 {
 		at := d.rest
-		if at[0] == seriesTag { // the fast path of decode_fast.go
+		switch at[0] { // the fast paths of decode_fast.go
+		case seriesTag:
 			if v, n, ok := shortBytes(at[1:]); ok {
 				d.rest = at[1+n:]
 				return d.series(v)
+			}
+		case tagV2Symbols: // 2.0 symbols, which Reset has indexed; in 1.0 an unknown field, skipped all the same
+			if _, n, ok := shortBytes(at[1:]); ok {
+				d.rest = at[1+n:]
+				continue
 			}
 		}
 		num, typ, n := protowire.ConsumeTag(at)

@@ -1519,6 +1519,7 @@ func TestDecodeTags(t *testing.T) {
 		{tagLabelValue, v1LabelValue, protowire.BytesType, "tagLabelValue"},
 		{tagV1Timeseries, v1FieldTimeseries, protowire.BytesType, "tagV1Timeseries"},
 		{tagV2Timeseries, v2FieldTimeseries, protowire.BytesType, "tagV2Timeseries"},
+		{tagV2Symbols, v2FieldSymbols, protowire.BytesType, "tagV2Symbols"},
 		{tagV1Labels, v1SeriesLabels, protowire.BytesType, "tagV1Labels"},
 		{tagV1Samples, v1SeriesSamples, protowire.BytesType, "tagV1Samples"},
 		{tagV2LabelsRefs, v2SeriesLabelsRefs, protowire.BytesType, "tagV2LabelsRefs"},

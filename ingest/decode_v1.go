@@ -56,7 +56,9 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 				end := 2 + int(b[1]) // of the label message
 				ne := 4 + int(b[3])  // of the name
 				if ne+1 < end && end <= len(b) && b[ne] == tagLabelValue && b[ne+1] < 0x80 && ne+2+int(b[ne+1]) == end {
-					s.wire = append(s.wire, labelhash.Pair{Name: b[4:ne], Value: b[ne+2 : end]})
+					s.wire = pushPair(s.wire)
+					q := &s.wire[len(s.wire)-1]
+					q.Name, q.Value = b[4:ne], b[ne+2:end]
 					b = b[end:]
 					continue
 				}

@@ -40,6 +40,19 @@ const (
 // series is checked when Next decodes it.
 func (d *Decoder) indexSymbols() *decodeError {
 	for b := d.buf; len(b) > 0; {
+		switch b[0] { // the fast paths of decode_fast.go
+		case tagV2Symbols:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				d.syms = append(d.syms, v)
+				b = b[1+n:]
+				continue
+			}
+		case tagV2Timeseries:
+			if _, n, ok := shortBytes(b[1:]); ok {
+				b = b[1+n:]
+				continue
+			}
+		}
 		num, typ, v, _, n := consumeField(b)
 		if n < 0 {
 			return parseError("field", b, n)
@@ -199,37 +212,59 @@ func (p *refPairs) field(typ protowire.Type, v []byte, x uint64, at []byte, what
 }
 
 // packed reads the packed references v of one labels_refs field. Most
-// references are varints of one or two bytes, read inline.
+// references are varints of one or two bytes, read inline; the pairs of a
+// series (out set) are gathered in a local slice, by index into v.
 func (p *refPairs) packed(v []byte, what string) *decodeError {
-	for len(v) > 0 {
+	if p.out == nil {
+		return p.packedAdd(v, what)
+	}
+	out, syms := *p.out, p.syms
+	name, odd, bad := p.name, p.odd, p.bad
+	for i := 0; i < len(v); {
+		at := i
 		var x uint64
-		var n int
-		switch {
-		case v[0] < 0x80:
-			x, n = uint64(v[0]), 1
-		case len(v) > 1 && v[1] < 0x80:
-			x, n = uint64(v[0]&0x7f)|uint64(v[1])<<7, 2
-		default:
-			if x, n = protowire.ConsumeVarint(v); n < 0 {
-				return &decodeError{kind: ErrMalformed, at: v, what: "packed " + what, cause: protowire.ParseError(n)}
+		if c := v[i]; c < 0x80 {
+			x, i = uint64(c), i+1
+		} else if i+1 < len(v) && v[i+1] < 0x80 {
+			x, i = uint64(c&0x7f)|uint64(v[i+1])<<7, i+2
+		} else {
+			y, n := protowire.ConsumeVarint(v[i:])
+			if n < 0 {
+				*p.out, p.name, p.odd, p.bad = out, name, odd, bad
+				return &decodeError{kind: ErrMalformed, at: v[i:], what: "packed " + what, cause: protowire.ParseError(n)}
 			}
+			x, i = y, i+n
 		}
 		// add, by hand: the compiler does not inline it.
 		ref := uint32(x)
-		if uint64(ref) >= uint64(len(p.syms)) && p.bad == nil {
-			p.bad = symbolError(what, v, ref, len(p.syms))
+		if uint64(ref) >= uint64(len(syms)) && bad == nil {
+			bad = symbolError(what, v[at:], ref, len(syms))
 		}
-		if !p.odd {
-			p.name, p.odd = ref, true
-		} else {
-			p.odd = false
-			switch {
-			case p.bad != nil:
-			case p.out != nil:
-				*p.out = append(*p.out, labelhash.Pair{Name: p.syms[p.name], Value: p.syms[ref]})
-			case p.set != nil:
-				p.set.Add(p.syms[p.name], p.syms[ref])
-			}
+		if !odd {
+			name, odd = ref, true
+			continue
+		}
+		odd = false
+		if bad == nil {
+			out = pushPair(out)
+			q := &out[len(out)-1]
+			q.Name, q.Value = syms[name], syms[ref]
+		}
+	}
+	*p.out, p.name, p.odd, p.bad = out, name, odd, bad
+	return nil
+}
+
+// packedAdd is packed with each reference read by add: for exemplars,
+// whose pairs go to a set, or are only checked.
+func (p *refPairs) packedAdd(v []byte, what string) *decodeError {
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return &decodeError{kind: ErrMalformed, at: v, what: "packed " + what, cause: protowire.ParseError(n)}
+		}
+		if e := p.add(uint32(x), v, what); e != nil {
+			return e
 		}
 		v = v[n:]
 	}

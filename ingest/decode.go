@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ingestkit/ingestkit/internal/bytestr"
+	"github.com/ingestkit/ingestkit/internal/labelhash"
 	"github.com/ingestkit/ingestkit/internal/labelset"
 )
 
@@ -175,12 +176,24 @@ func (d *Decoder) Next() bool {
 	if d.err != nil {
 		return false
 	}
-	seriesField := v1FieldTimeseries
+	seriesField, seriesTag := v1FieldTimeseries, tagV1Timeseries
 	if d.v2 {
-		seriesField = v2FieldTimeseries
+		seriesField, seriesTag = v2FieldTimeseries, tagV2Timeseries
 	}
 	for len(d.rest) > 0 {
 		at := d.rest
+		switch at[0] { // the fast paths of decode_fast.go
+		case seriesTag:
+			if v, n, ok := shortBytes(at[1:]); ok {
+				d.rest = at[1+n:]
+				return d.series(v)
+			}
+		case tagV2Symbols: // 2.0 symbols, which Reset has indexed; in 1.0 an unknown field, skipped all the same
+			if _, n, ok := shortBytes(at[1:]); ok {
+				d.rest = at[1+n:]
+				continue
+			}
+		}
 		num, typ, n := protowire.ConsumeTag(at)
 		if n < 0 {
 			d.fail(parseError("field tag", at, n))
@@ -199,28 +212,7 @@ func (d *Decoder) Next() bool {
 				return false
 			}
 			d.rest = b[n:]
-			d.s.reset()
-			var e *decodeError
-			if d.v2 {
-				e = d.s.decodeV2(v)
-			} else {
-				e = d.s.decodeV1(v)
-			}
-			if e != nil {
-				e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
-				d.fail(e)
-				return false
-			}
-			if d.s.bad != nil {
-				d.s.bad.what = fmt.Sprintf("timeseries %d: %s", d.n, d.s.bad.what)
-				d.s.err = d.format(d.s.bad)
-			}
-			for _, e := range d.s.badEx {
-				e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
-				d.s.exErrs = append(d.s.exErrs, d.format(e))
-			}
-			d.n++
-			return true
+			return d.series(v)
 		case !d.v2 && num == v1FieldMetadata:
 			// Prometheus's handler ignores 1.0 metadata, but its Unmarshal
 			// rejects a malformed one; so does the Decoder.
@@ -249,6 +241,33 @@ func (d *Decoder) Next() bool {
 		}
 	}
 	return false
+}
+
+// series decodes the TimeSeries message v into d.s for Next, which returns
+// what series returns.
+func (d *Decoder) series(v []byte) bool {
+	d.s.reset()
+	var e *decodeError
+	if d.v2 {
+		e = d.s.decodeV2(v)
+	} else {
+		e = d.s.decodeV1(v)
+	}
+	if e != nil {
+		e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
+		d.fail(e)
+		return false
+	}
+	if d.s.bad != nil {
+		d.s.bad.what = fmt.Sprintf("timeseries %d: %s", d.n, d.s.bad.what)
+		d.s.err = d.format(d.s.bad)
+	}
+	for _, e := range d.s.badEx {
+		e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
+		d.s.exErrs = append(d.s.exErrs, d.format(e))
+	}
+	d.n++
+	return true
 }
 
 // Err returns the first error the Decoder met since the last
@@ -288,6 +307,7 @@ type Series struct {
 	v2   bool
 	syms [][]byte // the Decoder's symbols table (2.0)
 	set  labelset.Set
+	wire []labelhash.Pair // the series' labels, gathered for set.AddPairs
 
 	samples []Sample
 	hists   []HistogramSample
@@ -333,6 +353,10 @@ func (s *Series) trim() {
 	if cap(s.samples) > MaxDecoderRetained {
 		s.samples = nil
 	}
+	if cap(s.wire) > MaxDecoderRetained {
+		s.wire = nil
+	}
+	clear(s.wire[:cap(s.wire)]) // drop the views of the previous request
 	if cap(s.hists) > MaxDecoderRetained {
 		s.hists = nil
 	}

@@ -1520,6 +1520,20 @@ func TestDecodeTags(t *testing.T) {
 	}{
 		{tagLabelName, v1LabelName, protowire.BytesType, "tagLabelName"},
 		{tagLabelValue, v1LabelValue, protowire.BytesType, "tagLabelValue"},
+		{tagV1Timeseries, v1FieldTimeseries, protowire.BytesType, "tagV1Timeseries"},
+		{tagV2Timeseries, v2FieldTimeseries, protowire.BytesType, "tagV2Timeseries"},
+		{tagV2Symbols, v2FieldSymbols, protowire.BytesType, "tagV2Symbols"},
+		{tagV1Labels, v1SeriesLabels, protowire.BytesType, "tagV1Labels"},
+		{tagV1Samples, v1SeriesSamples, protowire.BytesType, "tagV1Samples"},
+		{tagV2LabelsRefs, v2SeriesLabelsRefs, protowire.BytesType, "tagV2LabelsRefs"},
+		{tagV2Samples, v2SeriesSamples, protowire.BytesType, "tagV2Samples"},
+		{tagV2Metadata, v2SeriesMetadata, protowire.BytesType, "tagV2Metadata"},
+		{tagSampleValue, v2SampleValue, protowire.Fixed64Type, "tagSampleValue"},
+		{tagSampleTime, v2SampleTimestamp, protowire.VarintType, "tagSampleTime"},
+		{tagSampleStart, v2SampleStartTimestamp, protowire.VarintType, "tagSampleStart"},
+		{tagMetadataType, v2MetadataType, protowire.VarintType, "tagMetadataType"},
+		{tagMetadataHelp, v2MetadataHelpRef, protowire.VarintType, "tagMetadataHelp"},
+		{tagMetadataUnit, v2MetadataUnitRef, protowire.VarintType, "tagMetadataUnit"},
 	} {
 		if want := protowire.EncodeTag(c.num, c.typ); uint64(c.got) != want {
 			t.Fatalf("%s = %#x, want protowire.EncodeTag(%d, %d) = %#x", c.name, c.got, c.num, c.typ, want)

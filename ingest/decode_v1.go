@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/ingestkit/ingestkit/internal/labelhash"
 	"github.com/ingestkit/ingestkit/internal/labelset"
 )
 
@@ -38,17 +39,50 @@ const (
 	v1MetadataUnit   protowire.Number = 5 // MetricMetadata.unit
 )
 
-// The one-byte tags of the fields the fast paths look for: field number << 3
-// | wire type, which TestDecodeTags checks against protowire.EncodeTag.
-const (
-	tagLabelName  = byte(v1LabelName<<3) | byte(protowire.BytesType)
-	tagLabelValue = byte(v1LabelValue<<3) | byte(protowire.BytesType)
-)
-
 // decodeV1 decodes the prometheus.TimeSeries message b into s, which has
 // been reset.
 func (s *Series) decodeV1(b []byte) *decodeError {
+	// The labels are gathered in s.wire and added to the set in one call
+	// at the end.
+	s.wire = s.wire[:0]
 	for len(b) > 0 {
+		switch b[0] { // the fast paths of decode_fast.go
+		case tagV1Labels:
+			// fastLabel, by hand (the compiler does not inline it, and a
+			// call per label shows in BenchmarkDecode), first for a label
+			// message, name and value of less than 128 bytes, all lengths
+			// one byte, in indexes into b rather than subslices.
+			if len(b) > 5 && b[1] < 0x80 && b[2] == tagLabelName && b[3] < 0x80 {
+				end := 2 + int(b[1]) // of the label message
+				ne := 4 + int(b[3])  // of the name
+				if ne+1 < end && end <= len(b) && b[ne] == tagLabelValue && b[ne+1] < 0x80 && ne+2+int(b[ne+1]) == end {
+					s.wire = pushPair(s.wire)
+					q := &s.wire[len(s.wire)-1]
+					q.Name, q.Value = b[4:ne], b[ne+2:end]
+					b = b[end:]
+					continue
+				}
+			}
+			if v, n, ok := shortBytes(b[1:]); ok && len(v) > 0 && v[0] == tagLabelName {
+				if name, k, ok := shortBytes(v[1:]); ok {
+					if rest := v[1+k:]; len(rest) > 0 && rest[0] == tagLabelValue {
+						if value, m, ok := shortBytes(rest[1:]); ok && 1+m == len(rest) {
+							s.wire = append(s.wire, labelhash.Pair{Name: name, Value: value})
+							b = b[1+n:]
+							continue
+						}
+					}
+				}
+			}
+		case tagV1Samples:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				if smp, ok := fastSample(v, false); ok {
+					s.samples = append(s.samples, smp)
+					b = b[1+n:]
+					continue
+				}
+			}
+		}
 		num, typ, v, _, n := consumeField(b)
 		if n < 0 {
 			return parseError("field", b, n)
@@ -62,7 +96,7 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 			if e != nil {
 				return e
 			}
-			s.set.Add(name, value)
+			s.wire = append(s.wire, labelhash.Pair{Name: name, Value: value})
 		case v1SeriesSamples:
 			if typ != protowire.BytesType {
 				return wireTypeError("samples", b, typ)
@@ -90,22 +124,15 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 		}
 		b = b[n:]
 	}
+	s.set.AddPairs(s.wire)
 	return nil
 }
 
 // parseLabel decodes a prometheus.Label. A missing field is empty, as in
 // the generated code, and a repeated one overrides the earlier.
 func parseLabel(b []byte) (name, value []byte, e *decodeError) {
-	// Fast path: name then value and nothing else, as every encoder writes
-	// a label. The tags are single bytes; the lengths are read by protowire.
-	if len(b) > 0 && b[0] == tagLabelName {
-		name, n := protowire.ConsumeBytes(b[1:])
-		if n >= 0 && 1+n < len(b) && b[1+n] == tagLabelValue {
-			value, m := protowire.ConsumeBytes(b[2+n:])
-			if m >= 0 && 2+n+m == len(b) {
-				return name, value, nil
-			}
-		}
+	if name, value, ok := fastLabel(b); ok {
+		return name, value, nil
 	}
 	for len(b) > 0 {
 		num, typ, v, _, n := consumeField(b)

@@ -6,6 +6,7 @@ import (
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/ingestkit/ingestkit/internal/labelhash"
 	"github.com/ingestkit/ingestkit/internal/labelset"
 )
 
@@ -39,6 +40,19 @@ const (
 // series is checked when Next decodes it.
 func (d *Decoder) indexSymbols() *decodeError {
 	for b := d.buf; len(b) > 0; {
+		switch b[0] { // the fast paths of decode_fast.go
+		case tagV2Symbols:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				d.syms = append(d.syms, v)
+				b = b[1+n:]
+				continue
+			}
+		case tagV2Timeseries:
+			if _, n, ok := shortBytes(b[1:]); ok {
+				b = b[1+n:]
+				continue
+			}
+		}
 		num, typ, v, _, n := consumeField(b)
 		if n < 0 {
 			return parseError("field", b, n)
@@ -63,8 +77,32 @@ func (d *Decoder) indexSymbols() *decodeError {
 // which has been reset.
 func (s *Series) decodeV2(b []byte) *decodeError {
 	series := b
-	refs := refPairs{syms: s.syms, set: &s.set}
+	s.wire = s.wire[:0] // the labels, added to the set at the end
+	refs := refPairs{syms: s.syms, out: &s.wire}
 	for len(b) > 0 {
+		switch b[0] { // the fast paths of decode_fast.go
+		case tagV2LabelsRefs:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				if e := refs.packed(v, "labels_refs"); e != nil {
+					return e
+				}
+				b = b[1+n:]
+				continue
+			}
+		case tagV2Samples:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				if smp, ok := fastSample(v, true); ok {
+					s.samples = append(s.samples, smp)
+					b = b[1+n:]
+					continue
+				}
+			}
+		case tagV2Metadata:
+			if v, n, ok := shortBytes(b[1:]); ok && s.fastMetadataV2(v) {
+				b = b[1+n:]
+				continue
+			}
+		}
 		num, typ, v, x, n := consumeField(b)
 		if n < 0 {
 			return parseError("field", b, n)
@@ -128,14 +166,16 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 	case uint64(s.metaHelp) >= uint64(len(s.syms)):
 		s.bad = symbolError("metadata help_ref", series, s.metaHelp, len(s.syms))
 	}
+	s.set.AddPairs(s.wire)
 	return nil
 }
 
 // refPairs resolves a labels_refs field, which may come in several packed
-// or unpacked pieces, into (name, value) pairs added to set, or only checks
-// it if set is nil.
+// or unpacked pieces, into (name, value) pairs appended to out, or else
+// added to set, or only checks it if both are nil.
 type refPairs struct {
 	syms [][]byte
+	out  *[]labelhash.Pair
 	set  *labelset.Set
 	name uint32 // the name of the pair being read, if odd
 	odd  bool   // an odd number of references was read so far
@@ -165,20 +205,70 @@ func (p *refPairs) field(typ protowire.Type, v []byte, x uint64, at []byte, what
 		// The generated code keeps the low 32 bits of a larger varint.
 		return p.add(uint32(x), at, what)
 	case protowire.BytesType:
-		for len(v) > 0 {
-			x, n := protowire.ConsumeVarint(v)
-			if n < 0 {
-				return &decodeError{kind: ErrMalformed, at: v, what: "packed " + what, cause: protowire.ParseError(n)}
-			}
-			if e := p.add(uint32(x), v, what); e != nil {
-				return e
-			}
-			v = v[n:]
-		}
-		return nil
+		return p.packed(v, what)
 	default:
 		return wireTypeError(what, at, typ)
 	}
+}
+
+// packed reads the packed references v of one labels_refs field. Most
+// references are varints of one or two bytes, read inline; the pairs of a
+// series (out set) are gathered in a local slice, by index into v.
+func (p *refPairs) packed(v []byte, what string) *decodeError {
+	if p.out == nil {
+		return p.packedAdd(v, what)
+	}
+	out, syms := *p.out, p.syms
+	name, odd, bad := p.name, p.odd, p.bad
+	for i := 0; i < len(v); {
+		at := i
+		var x uint64
+		if c := v[i]; c < 0x80 {
+			x, i = uint64(c), i+1
+		} else if i+1 < len(v) && v[i+1] < 0x80 {
+			x, i = uint64(c&0x7f)|uint64(v[i+1])<<7, i+2
+		} else {
+			y, n := protowire.ConsumeVarint(v[i:])
+			if n < 0 {
+				*p.out, p.name, p.odd, p.bad = out, name, odd, bad
+				return &decodeError{kind: ErrMalformed, at: v[i:], what: "packed " + what, cause: protowire.ParseError(n)}
+			}
+			x, i = y, i+n
+		}
+		// add, by hand: the compiler does not inline it.
+		ref := uint32(x)
+		if uint64(ref) >= uint64(len(syms)) && bad == nil {
+			bad = symbolError(what, v[at:], ref, len(syms))
+		}
+		if !odd {
+			name, odd = ref, true
+			continue
+		}
+		odd = false
+		if bad == nil {
+			out = pushPair(out)
+			q := &out[len(out)-1]
+			q.Name, q.Value = syms[name], syms[ref]
+		}
+	}
+	*p.out, p.name, p.odd, p.bad = out, name, odd, bad
+	return nil
+}
+
+// packedAdd is packed with each reference read by add: for exemplars,
+// whose pairs go to a set, or are only checked.
+func (p *refPairs) packedAdd(v []byte, what string) *decodeError {
+	for len(v) > 0 {
+		x, n := protowire.ConsumeVarint(v)
+		if n < 0 {
+			return &decodeError{kind: ErrMalformed, at: v, what: "packed " + what, cause: protowire.ParseError(n)}
+		}
+		if e := p.add(uint32(x), v, what); e != nil {
+			return e
+		}
+		v = v[n:]
+	}
+	return nil
 }
 
 // add reads one reference.
@@ -191,7 +281,11 @@ func (p *refPairs) add(ref uint32, at []byte, what string) *decodeError {
 		return nil
 	}
 	p.odd = false
-	if p.set != nil && p.bad == nil {
+	switch {
+	case p.bad != nil:
+	case p.out != nil:
+		*p.out = append(*p.out, labelhash.Pair{Name: p.syms[p.name], Value: p.syms[ref]})
+	case p.set != nil:
 		p.set.Add(p.syms[p.name], p.syms[ref])
 	}
 	return nil

@@ -54,7 +54,10 @@ func (b *Builder) ResetTenant(tenant string) { b.s.ResetTenant(tenant) }
 
 // Add adds a pair given as byte slices, typically straight from a request
 // buffer. The Builder keeps the slices, without copying, until the next
-// [Builder.Reset]: the caller must not change their bytes until then. No
+// [Builder.Reset]: the caller must not change their bytes until then. While
+// it runs, Add may also read, without using them, the bytes between a
+// slice's length and its capacity (it copies short strings into its hash
+// buffer in whole words): no other goroutine may write them meanwhile. No
 // [labels.Labels] or [Hashed] built from them aliases them.
 //
 // Add makes no allocation once the Builder has held as many pairs before.

@@ -6,7 +6,9 @@ import (
 )
 
 // BenchmarkHash compares Labels.Hash() on a built label set with the Hasher
-// fed the same pairs from byte slices, as a protobuf decoder would.
+// fed the same pairs from byte slices, as a protobuf decoder would: one
+// Write per pair (impl=ingestkit), or the series' pairs in one WritePairs
+// (impl=ingestkit-pairs), as package ingest's decoder does.
 func BenchmarkHash(b *testing.B) {
 	for _, tc := range []struct{ n, valueLen int }{{1, 16}, {10, 16}, {30, 16}, {10, 200}} {
 		ls := benchLabels(tc.n, tc.valueLen)
@@ -38,6 +40,22 @@ func BenchmarkHash(b *testing.B) {
 				for i := range names {
 					h.Write(names[i], values[i])
 				}
+				sink += h.Sum64()
+			}
+			_ = sink
+		})
+		ps := make([]Pair, len(names))
+		for i := range names {
+			ps[i] = Pair{names[i], values[i]}
+		}
+		b.Run(name+"/impl=ingestkit-pairs", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(size))
+			var sink uint64
+			var h Hasher
+			for b.Loop() {
+				h.Reset()
+				h.WritePairs(ps)
 				sink += h.Sum64()
 			}
 			_ = sink

@@ -18,9 +18,19 @@ func (b *bufDigest) tryPair(nameLen, valueLen int) bool {
 	return nameLen+valueLen+pairOverhead <= bufSize-b.n
 }
 
-// putPair writes a pair into buf, which has exactly its size, and returns
-// that size.
-func putPair[S ~string | ~[]byte](buf []byte, name, value S) int {
+// writePairBytes is writePair for byte slices, copied by put.
+func (b *bufDigest) writePairBytes(name, value []byte) {
+	writeSepPairBytes(b, name, value)
+}
+
+// writePairsBytes is writePairBytes for each pair in turn.
+func (b *bufDigest) writePairsBytes(ps []Pair) {
+	writeSepPairsBytes(b, ps)
+}
+
+// putPairString writes a pair into buf, which has exactly its size, and
+// returns that size.
+func putPairString[S ~string | ~[]byte](buf []byte, name, value S) int {
 	copy(buf, name)
 	buf[len(name)] = sep
 	copy(buf[len(name)+1:], value)

@@ -10,7 +10,7 @@ package labelhash
 func writePair[S ~string | ~[]byte](b *bufDigest, name, value S) {
 	if b.tryPair(len(name), len(value)) {
 		n := b.n
-		b.n = n + putPair(b.buf[n:n+len(name)+len(value)+pairOverhead], name, value)
+		b.n = n + putPairString(b.buf[n:n+len(name)+len(value)+pairOverhead], name, value)
 		return
 	}
 	writeSize(b, len(name))
@@ -40,9 +40,40 @@ func (b *bufDigest) tryPair(nameLen, valueLen int) bool {
 	return nameLen < 255 && valueLen < 255 && nameLen+valueLen+pairOverhead <= bufSize-b.n
 }
 
-// putPair writes a short pair into buf, which has exactly its size, and
-// returns that size.
-func putPair[S ~string | ~[]byte](buf []byte, name, value S) int {
+// writePairBytes is writePair for byte slices, with the short pair that
+// fits the buffer copied by put.
+func (b *bufDigest) writePairBytes(name, value []byte) {
+	if !b.tryPair(len(name), len(value)) {
+		writePair(b, name, value)
+		return
+	}
+	n := b.n
+	b.buf[n] = byte(len(name))
+	n = put(&b.buf, n+1, name)
+	b.buf[n] = byte(len(value))
+	b.n = put(&b.buf, n+1, value)
+}
+
+// writePairsBytes is writePairBytes for each pair in turn, in one loop
+// without a call per pair for those that fit the buffer.
+func (b *bufDigest) writePairsBytes(ps []Pair) {
+	for i := range ps {
+		name, value := ps[i].Name, ps[i].Value
+		if !b.tryPair(len(name), len(value)) {
+			writePair(b, name, value)
+			continue
+		}
+		n := b.n
+		b.buf[n] = byte(len(name))
+		n = put(&b.buf, n+1, name)
+		b.buf[n] = byte(len(value))
+		b.n = put(&b.buf, n+1, value)
+	}
+}
+
+// putPairString writes a short pair into buf, which has exactly its size,
+// and returns that size.
+func putPairString[S ~string | ~[]byte](buf []byte, name, value S) int {
 	buf[0] = byte(len(name))
 	copy(buf[1:], name)
 	buf[1+len(name)] = byte(len(value))

@@ -12,6 +12,11 @@ const sep = 0xff
 // the streaming digest for short inputs.
 const bufSize = 1024
 
+// slack is the room past bufSize that [put] may write into: it copies a
+// string of up to 16 bytes as whole words, so a string that starts at
+// bufSize at the latest ends its copy within bufSize+slack.
+const slack = 16
+
 // bufDigest is an xxhash digest that buffers short writes so that a label set
 // that fits in bufSize costs one copy and one xxhash.Sum64, as in Prometheus.
 // xxhash of a stream equals xxhash of its concatenation, so where the stream
@@ -20,7 +25,7 @@ type bufDigest struct {
 	n       int  // bytes used in buf
 	spilled bool // d holds everything before buf[:n]
 	d       xxhash.Digest
-	buf     [bufSize]byte
+	buf     [bufSize + slack]byte // the stream uses buf[:bufSize]; see put
 }
 
 func (b *bufDigest) reset() {
@@ -60,6 +65,26 @@ func write[S ~string | ~[]byte](b *bufDigest, s S) {
 	b.n = copy(b.buf[:], s)
 }
 
+// put copies s into buf at n, where n+len(s) <= bufSize, and returns
+// n+len(s). A string of at most 16 bytes whose capacity reaches 8 or 16
+// bytes (a view of a request buffer, or most allocations, whose size
+// classes are multiples of 8) is copied in one move, without a call to
+// memmove, which costs more than the copy for the short strings of label
+// sets. The bytes between len(s) and that size are read but land past
+// n+len(s) in buf, outside the stream, where the next write covers them or
+// the sum ignores them. BenchmarkHash measures it.
+func put(buf *[bufSize + slack]byte, n int, s []byte) int {
+	switch {
+	case len(s) <= 8 && cap(s) >= 8:
+		*(*[8]byte)(buf[n:]) = [8]byte(s[:8])
+	case len(s) <= 16 && cap(s) >= 16:
+		*(*[16]byte)(buf[n:]) = [16]byte(s[:16])
+	default:
+		copy(buf[n:], s)
+	}
+	return n + len(s)
+}
+
 // writeByte appends c to the stream.
 func (b *bufDigest) writeByte(c byte) {
 	if b.n == bufSize {
@@ -78,6 +103,37 @@ func (b *bufDigest) sum() uint64 {
 	d := b.d
 	_, _ = d.Write(b.buf[:b.n])
 	return d.Sum64()
+}
+
+// writeSepPairBytes is writeSepPair for byte slices, copied with put.
+func writeSepPairBytes(b *bufDigest, name, value []byte) {
+	if n := b.n; len(name)+len(value)+2 <= bufSize-n {
+		n = put(&b.buf, n, name)
+		b.buf[n] = sep
+		n = put(&b.buf, n+1, value)
+		b.buf[n] = sep
+		b.n = n + 1
+		return
+	}
+	writeSepPair(b, name, value)
+}
+
+// writeSepPairsBytes is writeSepPairBytes for each pair in turn, in one
+// loop without a call per pair for those that fit the buffer.
+func writeSepPairsBytes(b *bufDigest, ps []Pair) {
+	for i := range ps {
+		name, value := ps[i].Name, ps[i].Value
+		n := b.n
+		if len(name)+len(value)+2 > bufSize-n {
+			writeSepPair(b, name, value)
+			continue
+		}
+		n = put(&b.buf, n, name)
+		b.buf[n] = sep
+		n = put(&b.buf, n+1, value)
+		b.buf[n] = sep
+		b.n = n + 1
+	}
 }
 
 // writeSepPair appends "name sep value sep".
@@ -117,17 +173,30 @@ func (h *Hasher) Reset() {
 }
 
 // Write adds one pair, given as byte slices (for example straight from a
-// protobuf buffer). The slices are not retained.
+// protobuf buffer). The slices are not retained. Write may read the bytes
+// between a slice's length and its capacity (it copies short strings as
+// whole words), but does not use them: like the bytes of the slices, they
+// must not be modified while Write runs.
 //
 // Write makes no allocation.
 func (h *Hasher) Write(name, value []byte) {
-	if h.d.tryPair(len(name), len(value)) {
-		// Fast path, small enough to inline: the pair fits the buffer.
-		n := h.d.n
-		h.d.n = n + putPair(h.d.buf[n:n+len(name)+len(value)+pairOverhead], name, value)
-		return
-	}
-	writePair(&h.d, name, value)
+	h.d.writePairBytes(name, value)
+}
+
+// Pair is one (name, value) pair given as byte slices, for the calls that
+// write many pairs at once. It is a plain value.
+type Pair struct {
+	Name, Value []byte
+}
+
+// WritePairs adds the pairs in order, as a [Hasher.Write] of each would,
+// in one call: a caller that has a series' pairs at hand saves a call per
+// pair. The slices are not retained; the bytes past their length may be
+// read, as by Write.
+//
+// WritePairs makes no allocation.
+func (h *Hasher) WritePairs(ps []Pair) {
+	h.d.writePairsBytes(ps)
 }
 
 // WriteString adds one pair given as strings. The strings are not retained.
@@ -136,7 +205,7 @@ func (h *Hasher) Write(name, value []byte) {
 func (h *Hasher) WriteString(name, value string) {
 	if h.d.tryPair(len(name), len(value)) {
 		n := h.d.n
-		h.d.n = n + putPair(h.d.buf[n:n+len(name)+len(value)+pairOverhead], name, value)
+		h.d.n = n + putPairString(h.d.buf[n:n+len(name)+len(value)+pairOverhead], name, value)
 		return
 	}
 	writePair(&h.d, name, value)
@@ -181,13 +250,14 @@ func (h *TenantHasher) prime() {
 	}
 }
 
-// Write adds one pair given as byte slices. The slices are not retained.
+// Write adds one pair given as byte slices. The slices are not retained;
+// the bytes past their length may be read, as by [Hasher.Write].
 //
 // Write makes no allocation.
 func (h *TenantHasher) Write(name, value []byte) {
 	h.prime()
 	h.Hasher.Write(name, value)
-	writeSepPair(&h.tenant, name, value)
+	writeSepPairBytes(&h.tenant, name, value)
 }
 
 // WriteString adds one pair given as strings. The strings are not retained.
@@ -203,12 +273,33 @@ func (h *TenantHasher) WriteString(name, value string) {
 // the [labels.Labels.Hash] part does not see it. A caller whose pairs
 // arrive out of order keeps the tenant hash in arrival order with it (the
 // order Thanos hashes) and hashes the sorted pairs again for Sum64. The
-// slices are not retained.
+// slices are not retained; the bytes past their length may be read, as by
+// [Hasher.Write].
 //
 // WriteTenant makes no allocation.
 func (h *TenantHasher) WriteTenant(name, value []byte) {
 	h.prime()
-	writeSepPair(&h.tenant, name, value)
+	writeSepPairBytes(&h.tenant, name, value)
+}
+
+// WritePairs adds the pairs in order to both hashes, as a
+// [TenantHasher.Write] of each would, in one call. The slices are not
+// retained; the bytes past their length may be read, as by [Hasher.Write].
+//
+// WritePairs makes no allocation.
+func (h *TenantHasher) WritePairs(ps []Pair) {
+	h.prime()
+	h.Hasher.WritePairs(ps)
+	writeSepPairsBytes(&h.tenant, ps)
+}
+
+// WriteTenantPairs adds the pairs in order to the tenant hash only, as a
+// [TenantHasher.WriteTenant] of each would, in one call.
+//
+// WriteTenantPairs makes no allocation.
+func (h *TenantHasher) WriteTenantPairs(ps []Pair) {
+	h.prime()
+	writeSepPairsBytes(&h.tenant, ps)
 }
 
 // WriteTenantString is [TenantHasher.WriteTenant] for strings.

@@ -61,6 +61,27 @@ func checkSet(t *testing.T, ls labels.Labels) {
 	if got, want := h.TenantSum64(), thanosTenantHash("tenant-a", ls); got != want {
 		t.Fatalf("Hasher.TenantSum64 = %#x, want %#x", got, want)
 	}
+	// The same pairs in one call, and, for the tenant hash only, split
+	// between the two hashes and the tenant one.
+	var ps []Pair
+	ls.Range(func(l labels.Label) { ps = append(ps, Pair{[]byte(l.Name), []byte(l.Value)}) })
+	var hp Hasher
+	hp.WritePairs(ps)
+	if got := hp.Sum64(); got != want {
+		t.Fatalf("Hasher.WritePairs over %d labels = %#x, want %#x", len(ps), got, want)
+	}
+	var tp TenantHasher
+	tp.Reset("tenant-a")
+	tp.WritePairs(ps[:len(ps)/2])
+	tp.WriteTenantPairs(ps[len(ps)/2:])
+	if got, want := tp.TenantSum64(), thanosTenantHash("tenant-a", ls); got != want {
+		t.Fatalf("TenantHasher.WritePairs then WriteTenantPairs: TenantSum64 = %#x, want %#x", got, want)
+	}
+	tp.Reset("tenant-a")
+	tp.WritePairs(ps)
+	if got, want := tp.TenantSum64(), thanosTenantHash("tenant-a", ls); got != want || tp.Sum64() != ls.Hash() {
+		t.Fatalf("TenantHasher.WritePairs: TenantSum64, Sum64 = %#x, %#x, want %#x, %#x", got, tp.Sum64(), want, ls.Hash())
+	}
 }
 
 func randString(r *rand.Rand, n int) string {
@@ -158,6 +179,10 @@ func TestHashAllocs(t *testing.T) {
 	ls := benchLabels(10, 16)
 	names, values := pairsOf(ls)
 	big := strings.Repeat("v", 5000)
+	ps := make([]Pair, len(names))
+	for i := range names {
+		ps[i] = Pair{names[i], values[i]}
+	}
 	for _, tc := range []struct {
 		name string
 		f    func()
@@ -168,6 +193,13 @@ func TestHashAllocs(t *testing.T) {
 				h.Write(names[i], values[i])
 			}
 			_ = h.Sum64()
+		}},
+		{"pairs+tenant", func() {
+			var h TenantHasher
+			h.Reset("tenant")
+			h.WritePairs(ps[:5])
+			h.WriteTenantPairs(ps[5:])
+			_, _ = h.Sum64(), h.TenantSum64()
 		}},
 		{"strings+tenant", func() {
 			var h TenantHasher

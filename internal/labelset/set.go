@@ -110,20 +110,57 @@ func (b *Set) ResetTenant(tenant string) {
 
 // Add adds a pair given as byte slices, typically straight from a request
 // buffer. The Set keeps the slices, without copying, until the next
-// [Set.Reset]: the caller must not change their bytes until then. No
-// [labels.Labels] built from them aliases them.
+// [Set.Reset]: the caller must not change their bytes until then. It may
+// read the bytes between a slice's length and its capacity while it runs
+// (see [labelhash.Hasher.Write]), without using them. No [labels.Labels]
+// built from them aliases them.
 //
 // Add makes no allocation once the Set has held as many pairs before.
 func (b *Set) Add(name, value []byte) {
-	b.add(pair{name: bytestr.String(name), value: bytestr.String(value), borrowed: true})
-	switch {
-	case !b.unsorted && b.withTenant:
-		b.h.Write(name, value)
-	case !b.unsorted:
-		b.h.Hasher.Write(name, value)
-	case b.withTenant:
-		b.h.WriteTenant(name, value)
+	one := [1]labelhash.Pair{{Name: name, Value: value}}
+	b.AddPairs(one[:])
+}
+
+// AddPairs adds the pairs in order, as an [Set.Add] of each would, in one
+// call: a decoder that gathers the pairs of a series first saves a call per
+// pair. The Set keeps the slices of the pairs as Add does, and not ps.
+//
+// AddPairs makes no allocation once the Set has held as many pairs before.
+func (b *Set) AddPairs(ps []labelhash.Pair) {
+	// The pairs before the first one out of order go to both hashes, the
+	// others to the tenant hash only (see sort).
+	k := len(ps)
+	if b.unsorted {
+		k = 0
 	}
+	for i := range ps {
+		p := b.push()
+		p.name, p.value, p.borrowed = bytestr.String(ps[i].Name), bytestr.String(ps[i].Value), true
+		if n := len(b.pairs) - 1; n > 0 && !b.unsorted {
+			// outOfOrder, by hand: the compiler does not inline it, and
+			// this is the decoders' path.
+			last := &b.pairs[n-1]
+			switch {
+			case len(p.name) >= 8 && len(last.name) >= 8 && prefix8(p.name) != prefix8(last.name):
+				b.unsorted = prefix8(p.name) < prefix8(last.name)
+			case len(p.name) >= 4 && len(last.name) >= 4 && prefix4(p.name) != prefix4(last.name):
+				b.unsorted = prefix4(p.name) < prefix4(last.name)
+			case len(p.name) > 0 && len(last.name) > 0 && p.name[0] != last.name[0]:
+				b.unsorted = p.name[0] < last.name[0]
+			default:
+				b.unsorted = p.name < last.name || p.name == last.name && p.value < last.value
+			}
+			if b.unsorted {
+				k = i
+			}
+		}
+	}
+	if !b.withTenant {
+		b.h.Hasher.WritePairs(ps[:k])
+		return
+	}
+	b.h.WritePairs(ps[:k])
+	b.h.WriteTenantPairs(ps[k:])
 }
 
 // AddString adds a pair given as strings. Go strings are immutable, so the
@@ -133,25 +170,67 @@ func (b *Set) Add(name, value []byte) {
 // AddString makes no allocation once the Set has held as many pairs
 // before.
 func (b *Set) AddString(name, value string) {
-	b.add(pair{name: name, value: value})
+	p := b.push()
+	p.name, p.value, p.borrowed = name, value, false
+	if n := len(b.pairs) - 1; n > 0 && !b.unsorted {
+		b.unsorted = outOfOrder(p, &b.pairs[n-1])
+	}
 	switch {
-	case !b.unsorted && b.withTenant:
-		b.h.WriteString(name, value)
-	case !b.unsorted:
+	case !b.unsorted && !b.withTenant:
 		b.h.Hasher.WriteString(name, value)
+	case !b.unsorted:
+		b.h.WriteString(name, value)
 	case b.withTenant:
 		b.h.WriteTenantString(name, value)
 	}
 }
 
-func (b *Set) add(p pair) {
-	if n := len(b.pairs); n > 0 {
-		if last := &b.pairs[n-1]; p.name < last.name || p.name == last.name && p.value < last.value {
-			b.unsorted = true
-		}
+// push appends a pair to b.pairs, to be filled in, and returns it. The
+// fields are stored one by one: a pair built apart and appended is written
+// to the stack in words and read back in wider moves, which stalls the
+// store-to-load forwarding of the processor (BenchmarkHash in package
+// labels showed it).
+func (b *Set) push() *pair {
+	n := len(b.pairs)
+	if n == cap(b.pairs) {
+		b.pairs = slices.Grow(b.pairs, 1)
 	}
-	b.pairs = append(b.pairs, p)
+	b.pairs = b.pairs[:n+1]
 	b.sortedOK = false
+	return &b.pairs[n]
+}
+
+// outOfOrder reports whether p sorts before last, by name and then by
+// value. Most names that arrive in order differ from the one before in
+// their first eight or four bytes (or, when shorter, their first byte), which
+// decides without a call to the runtime's string comparison; the others are
+// compared in full.
+func outOfOrder(p, last *pair) bool {
+	switch {
+	case len(p.name) >= 8 && len(last.name) >= 8 && prefix8(p.name) != prefix8(last.name):
+		return prefix8(p.name) < prefix8(last.name)
+	case len(p.name) >= 4 && len(last.name) >= 4 && prefix4(p.name) != prefix4(last.name):
+		return prefix4(p.name) < prefix4(last.name)
+	case len(p.name) > 0 && len(last.name) > 0 && p.name[0] != last.name[0]:
+		return p.name[0] < last.name[0]
+	default:
+		return p.name < last.name || p.name == last.name && p.value < last.value
+	}
+}
+
+// prefix4 returns the first four bytes of s, which has at least four, as a
+// big-endian number.
+func prefix4(s string) uint32 {
+	_ = s[3]
+	return uint32(s[0])<<24 | uint32(s[1])<<16 | uint32(s[2])<<8 | uint32(s[3])
+}
+
+// prefix8 returns the first eight bytes of s, which has at least eight, as a
+// big-endian number, which orders as the bytes do.
+func prefix8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0])<<56 | uint64(s[1])<<48 | uint64(s[2])<<40 | uint64(s[3])<<32 |
+		uint64(s[4])<<24 | uint64(s[5])<<16 | uint64(s[6])<<8 | uint64(s[7])
 }
 
 // HasTenant reports whether the Set computes a tenant hash.

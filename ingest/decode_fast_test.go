@@ -1,0 +1,111 @@
+package ingest
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// TestDecodeFastPathEdges decodes, against Prometheus's generated code, the
+// bytes on either side of what the fast paths of decode_fast.go accept:
+// lengths at the one-, two- and three-byte varint edges (a label of name
+// "zz" and a value of 121 bytes is a message of 127), non-minimal
+// varints, fields out of order, repeated or unknown, and 9- and 10-byte
+// timestamps. Each must give what the general path gives.
+func TestDecodeFastPathEdges(t *testing.T) {
+	// label builds a labels field from raw Label bytes.
+	label := func(raw []byte) []byte { return decMsg(nil, v1SeriesLabels, raw) }
+	name := func(s string) []byte { return decMsg(nil, v1LabelName, []byte(s)) }
+	value := func(s string) []byte { return decMsg(nil, v1LabelValue, []byte(s)) }
+	// nonMinimal is a length-delimited field whose length takes a
+	// needless second byte.
+	nonMinimal := func(num protowire.Number, s string) []byte {
+		return append(append(decTag(nil, num, protowire.BytesType), byte(len(s))|0x80, 0), s...)
+	}
+	val := func(b []byte, v float64) []byte {
+		return protowire.AppendFixed64(decTag(b, v1SampleValue, protowire.Fixed64Type), math.Float64bits(v))
+	}
+	sample := func(fields ...[]byte) []byte { return decMsg(nil, v1SeriesSamples, slices.Concat(fields...)) }
+	ts := func(v uint64) []byte { return decVarint(nil, v1SampleTimestamp, v) }
+	st := func(v uint64) []byte { return decVarint(nil, v2SampleStartTimestamp, v) }
+	up := decV1Label("__name__", "up")
+	neg := uint64(math.MaxUint64 - 999) // -1000 as a 10-byte varint
+
+	type tc struct {
+		name string
+		buf  []byte
+	}
+	var v1Cases, v2Cases []tc
+	for _, n := range []int{0, 1, 120, 121, 122, 123, 127, 128, 129, maxShortBytesSize - 20, maxShortBytesSize, maxShortBytesSize + 1, 20000} {
+		s := strings.Repeat("v", n)
+		v1Cases = append(v1Cases,
+			tc{fmt.Sprintf("value of %d bytes", n), decV1Series(up, decV1Label("zz", s), sample(val(nil, 1), ts(5)))},
+			tc{fmt.Sprintf("name of %d bytes", n), decV1Series(up, decV1Label("z"+s, "v"))},
+		)
+		v2Cases = append(v2Cases, tc{fmt.Sprintf("symbol of %d bytes", n),
+			decV2Request(append(slices.Clone(decSyms), s), decPacked(v2SeriesLabelsRefs, 1, 2, 3, 5))})
+	}
+	v1Cases = append(v1Cases,
+		tc{"label value before name", decV1Series(up, label(slices.Concat(value("x"), name("job"))))},
+		tc{"label name only", decV1Series(up, label(name("job")))},
+		tc{"label value only", decV1Series(label(value("x")), up)},
+		tc{"label name repeated", decV1Series(up, label(slices.Concat(name("a"), name("job"), value("x"))))},
+		tc{"label value repeated", decV1Series(up, label(slices.Concat(name("job"), value("a"), value("x"))))},
+		tc{"label with an unknown field", decV1Series(up, label(slices.Concat(name("job"), value("x"), decVarint(nil, 9, 1))))},
+		tc{"label lengths not minimal", decV1Series(up, label(slices.Concat(nonMinimal(v1LabelName, "job"), nonMinimal(v1LabelValue, "x"))))},
+		tc{"labels field length not minimal", decV1Series(up, append(append(decTag(nil, v1SeriesLabels, protowire.BytesType), byte(len(name("a"))+len(value("b")))|0x80, 0), slices.Concat(name("a"), value("b"))...))},
+		tc{"empty label", decV1Series(up, label(nil))},
+		tc{"sample value only", decV1Series(up, sample(val(nil, 2)))},
+		tc{"sample timestamp only", decV1Series(up, sample(ts(7)))},
+		tc{"sample timestamp first", decV1Series(up, sample(ts(7), val(nil, 2)))},
+		tc{"sample timestamp repeated", decV1Series(up, sample(val(nil, 2), ts(7), ts(8)))},
+		tc{"sample value repeated", decV1Series(up, sample(val(nil, 2), val(nil, 3), ts(8)))},
+		tc{"sample timestamp of 9 bytes", decV1Series(up, sample(val(nil, 2), ts(math.MaxInt64)))},
+		tc{"sample negative timestamp", decV1Series(up, sample(val(nil, 2), ts(neg)))},
+		tc{"sample with a start timestamp, unknown to 1.0", decV1Series(up, sample(val(nil, 2), ts(7), st(3)))},
+		tc{"empty sample", decV1Series(up, sample())},
+		tc{"samples then labels", decV1Series(sample(val(nil, 2), ts(7)), up, decV1Label("job", "x"))},
+		tc{"series of 3-byte length", decV1Series(up, decV1Label("zz", strings.Repeat("v", 20000)), sample(val(nil, 1), ts(5)))},
+	)
+	meta := func(fields ...[]byte) []byte { return decMsg(nil, v2SeriesMetadata, slices.Concat(fields...)) }
+	mtype := func(v uint64) []byte { return decVarint(nil, v2MetadataType, v) }
+	help := func(v uint64) []byte { return decVarint(nil, v2MetadataHelpRef, v) }
+	unit := func(v uint64) []byte { return decVarint(nil, v2MetadataUnitRef, v) }
+	refs := decPacked(v2SeriesLabelsRefs, 1, 2)
+	v2sample := func(fields ...[]byte) []byte { return decMsg(nil, v2SeriesSamples, slices.Concat(fields...)) }
+	many := make([]string, 20000) // symbols for references of 1, 2 and 3 bytes
+	for i := range many {
+		many[i] = fmt.Sprintf("s%05d", i)
+	}
+	many[0] = ""
+	v2Cases = append(v2Cases,
+		tc{"sample with start timestamp", decV2Request(decSyms, refs, v2sample(val(nil, 1), ts(9), st(4)))},
+		tc{"sample start timestamp first", decV2Request(decSyms, refs, v2sample(val(nil, 1), st(4), ts(9)))},
+		tc{"sample negative start timestamp", decV2Request(decSyms, refs, v2sample(val(nil, 1), ts(9), st(neg)))},
+		tc{"sample start timestamp only", decV2Request(decSyms, refs, v2sample(st(4)))},
+		tc{"metadata in order", decV2Request(decSyms, refs, meta(mtype(2), help(3), unit(4)))},
+		tc{"metadata reordered", decV2Request(decSyms, refs, meta(unit(4), mtype(2), help(3)))},
+		tc{"metadata repeated field", decV2Request(decSyms, refs, meta(mtype(2), mtype(3), help(3)))},
+		tc{"metadata unknown field", decV2Request(decSyms, refs, meta(mtype(2), decVarint(nil, 2, 1), help(3)))},
+		tc{"metadata unit only", decV2Request(decSyms, refs, meta(unit(4)))},
+		tc{"metadata help out of range", decV2Request(decSyms, refs, meta(help(99)))},
+		tc{"metadata type of 10 bytes", decV2Request(decSyms, refs, meta(mtype(neg)))},
+		tc{"two metadata fields", decV2Request(decSyms, refs, meta(mtype(2)), meta(help(3)))},
+		tc{"refs of 1, 2 and 3 bytes", decV2Request(many, decPacked(v2SeriesLabelsRefs, 1, 127, 128, 129, 16383, 16384, 19999, 2))},
+		tc{"ref out of range", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2, 3, 99))},
+		tc{"odd number of refs", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2, 3))},
+		tc{"refs in two fields", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2), decPacked(v2SeriesLabelsRefs, 3, 4))},
+		tc{"refs split across two fields", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2, 3), decPacked(v2SeriesLabelsRefs, 4))},
+	)
+	var d Decoder
+	for _, c := range v1Cases {
+		t.Run("rw=1/"+c.name, func(t *testing.T) { decCheck(t, &d, c.buf, v1Msg, decExact) })
+	}
+	for _, c := range v2Cases {
+		t.Run("rw=2/"+c.name, func(t *testing.T) { decCheck(t, &d, c.buf, v2Msg, decExact) })
+	}
+}

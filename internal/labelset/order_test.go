@@ -1,0 +1,99 @@
+package labelset
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/ingestkit/ingestkit/internal/labelhash"
+)
+
+// TestOrderCheck checks the order check of Add and AddString, whose fast
+// paths decide from the first eight bytes or the first byte, against the
+// plain comparison of name, then value: over names that share prefixes of
+// every length around those edges, and equal names.
+func TestOrderCheck(t *testing.T) {
+	names := []string{"", "a", "b", "ab", "abc", "abcd", "abce", "abcd0", "abc\xff", "abd", "cluster", "code", "container", "abcdefg", "abcdefgh", "abcdefgi", "abcdefgh0", "abcdefgh1",
+		"abcdefgi0", "abcdefg\xff", "abcdefgh\xff", "\xff", "\xffa", "__name__", "_", "job", "jobs", "le", "label_01", "label_02", "label_010"}
+	values := []string{"", "1", "2"}
+	for _, a := range names {
+		for _, b := range names {
+			for _, va := range values {
+				for _, vb := range values {
+					want := b < a || b == a && vb < va
+					for _, bytes := range []bool{true, false} {
+						var s Set
+						if bytes {
+							s.Add([]byte(a), []byte(va))
+							s.Add([]byte(b), []byte(vb))
+						} else {
+							s.AddString(a, va)
+							s.AddString(b, vb)
+						}
+						if s.unsorted != want {
+							t.Fatalf("%s: (%q, %q) then (%q, %q): unsorted = %v, want %v", kind(bytes), a, va, b, vb, s.unsorted, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func kind(bytes bool) string {
+	if bytes {
+		return "Add"
+	}
+	return "AddString"
+}
+
+// TestAddPairs checks that AddPairs, in chunks of any size, leaves a Set in
+// the state that an Add of each pair does: same hashes, tenant hashes in
+// both orders, and labels, for sorted and unsorted pairs, with and without
+// a tenant.
+func TestAddPairs(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	names := []string{"__name__", "a", "abcd", "abcdefgh", "abcdefgi", "job", "le", "zone"}
+	for i := range 2000 {
+		n := r.IntN(12)
+		ps := make([]labelhash.Pair, n)
+		for j := range ps {
+			ps[j] = labelhash.Pair{Name: []byte(names[r.IntN(len(names))]), Value: []byte(fmt.Sprint(r.IntN(3)))}
+		}
+		if r.IntN(2) == 0 {
+			slices.SortFunc(ps, func(x, y labelhash.Pair) int { return bytes.Compare(x.Name, y.Name) })
+		}
+		tenant := i%3 != 0
+		var want, got Set
+		if tenant {
+			want.ResetTenant("t")
+			got.ResetTenant("t")
+		}
+		for _, p := range ps {
+			want.Add(p.Name, p.Value)
+		}
+		for rest := ps; len(rest) > 0; {
+			k := 1 + r.IntN(len(rest))
+			got.AddPairs(rest[:k])
+			rest = rest[k:]
+		}
+		if tenant {
+			if g, w := got.ArrivalTenantHash(), want.ArrivalTenantHash(); g != w {
+				t.Fatalf("%d: ArrivalTenantHash() = %#x, want %#x", i, g, w)
+			}
+			if g, w := got.TenantHash(), want.TenantHash(); g != w {
+				t.Fatalf("%d: TenantHash() = %#x, want %#x", i, g, w)
+			}
+		}
+		if g, w := got.Hash(), want.Hash(); g != w {
+			t.Fatalf("%d: Hash() = %#x, want %#x", i, g, w)
+		}
+		if g, w := got.Labels(), want.Labels(); !labels.Equal(g, w) {
+			t.Fatalf("%d: Labels() = %s, want %s", i, g, w)
+		}
+	}
+}

@@ -34,6 +34,50 @@ func requestPairsOf(sets []labels.Labels) [][][2][]byte {
 	return out
 }
 
+// appendRequest is one request as a decoder yields it: each series' (name,
+// value) pairs, laid out in one buffer in the request's order, and the
+// index in the series set of each, which tells the oracle its ref.
+type appendRequest struct {
+	pairs [][][2][]byte
+	idx   []int
+}
+
+func newAppendRequest(sets []labels.Labels, idx []int) appendRequest {
+	order := make([]labels.Labels, len(idx))
+	for i, j := range idx {
+		order[i] = sets[j]
+	}
+	return appendRequest{pairs: requestPairsOf(order), idx: idx}
+}
+
+// fragmentOrders returns rounds orders of n series that belong to targets
+// of perTarget series each, as a remote-write shard sends them after target
+// churn: each target's series keep their scrape order, but each request
+// cuts them into fragments of 1 to 2*meanFrag-1 series at boundaries of its
+// own and lists the fragments of all targets in an order of its own, as
+// scrapes that finish at other times land in other batches.
+func fragmentOrders(rng *rand.Rand, n, perTarget, meanFrag, rounds int) [][]int {
+	out := make([][]int, rounds)
+	for r := range out {
+		var frags [][]int
+		for start := 0; start < n; start += perTarget {
+			end := min(start+perTarget, n)
+			for i := start; i < end; {
+				l := min(1+rng.IntN(2*meanFrag-1), end-i)
+				frag := make([]int, l)
+				for k := range frag {
+					frag[k] = i + k
+				}
+				frags = append(frags, frag)
+				i += l
+			}
+		}
+		rng.Shuffle(len(frags), func(x, y int) { frags[x], frags[y] = frags[y], frags[x] })
+		out[r] = slices.Concat(frags...)
+	}
+	return out
+}
+
 // BenchmarkAppend appends one sample to each of 100k series the head
 // already holds and commits; one op is the whole request. Every impl starts
 // from the same decoded pairs, so each pays for what it must do with them:
@@ -42,28 +86,47 @@ func requestPairsOf(sets []labels.Labels) [][][2][]byte {
 //   - impl=getref: what Thanos receive does, labels built, then
 //     GetRef(ls, ls.Hash()) and Append(ref, ls);
 //   - impl=ingestkit: the pairs hashed once, the ref found in a Cache kept
-//     across requests and confirmed against the pairs, Append(ref, ls).
+//     across requests and confirmed against the pairs, Append(ref, ls);
+//   - impl=oracle: the floor, a perfect cache that costs nothing: the refs
+//     and the built labels of every series are known before the clock
+//     starts, and the request is Append(ref, ls) alone, on the same head.
 //
-// In series=100000/impl=... every request lists the series in the same
-// order, as a Prometheus remote-write shard sends them, so the cache's guess
-// of the next series holds; in series=100000/order=shuffled/impl=... each
-// request has an order of its own, so it never does, and every lookup
-// probes the cache's map.
+// The orders:
+//   - series=100000/impl=...: every request lists the series in the same
+//     order, as a Prometheus remote-write shard sends them, so the cache's
+//     guess of the next series holds;
+//   - order=shuffled: each request has an order of its own, so no guess
+//     holds, and every lookup probes the cache's table;
+//   - order=fragments: 200 targets of 500 series, each request cut into
+//     fragments of about 50 series at boundaries that shift from request to
+//     request, the fragments of all targets in an order of their own (a
+//     remote-write shard after target churn); guesses hold inside a
+//     fragment and fail at its boundaries.
+//
+// impl=ingestkit reports guess-hit/sample, the fraction of series found as
+// the guess of the series before.
 func BenchmarkAppend(b *testing.B) {
 	const n = 100_000
 	sets := seriesSet(n)
-	same := requestPairsOf(sets)
-	// Three orders, one request after the other, so that no guess holds
+	identity := make([]int, n)
+	for i := range identity {
+		identity[i] = i
+	}
+	// Several orders, one request after the other, so that no guess holds
 	// twice; each request is laid out in its own buffer in its order.
 	rng := rand.New(rand.NewPCG(1, 2))
-	var shuffled [3][][][2][]byte
-	for i := range shuffled {
-		order := slices.Clone(sets)
-		rng.Shuffle(n, func(x, y int) { order[x], order[y] = order[y], order[x] })
-		shuffled[i] = requestPairsOf(order)
+	orders := map[string][]appendRequest{"same": {newAppendRequest(sets, identity)}}
+	for range 3 {
+		idx := slices.Clone(identity)
+		rng.Shuffle(n, func(x, y int) { idx[x], idx[y] = idx[y], idx[x] })
+		orders["shuffled"] = append(orders["shuffled"], newAppendRequest(sets, idx))
 	}
-	for _, order := range []string{"same", "shuffled"} {
-		for _, impl := range []string{"prometheus", "getref", "ingestkit"} {
+	for _, idx := range fragmentOrders(rng, n, 500, 50, 4) {
+		orders["fragments"] = append(orders["fragments"], newAppendRequest(sets, idx))
+	}
+	for _, order := range []string{"same", "shuffled", "fragments"} {
+		reqs := orders[order]
+		for _, impl := range []string{"prometheus", "getref", "ingestkit", "oracle"} {
 			// The case keeps its name: series=100000/impl=...
 			name := fmt.Sprintf("series=%d/impl=%s", n, impl)
 			if order != "same" {
@@ -76,19 +139,18 @@ func BenchmarkAppend(b *testing.B) {
 				sb := labels.NewScratchBuilder(8)
 				s := &pairSeries{} // one reused, as a decoder reuses its series view
 				var a *Appender
+				var refs []storage.SeriesRef // impl=oracle: by index in sets
 				round := 0
+				guessed := 0
 				one := func() {
 					ts += 15_000
-					req := same
-					if order == "shuffled" {
-						req = shuffled[round%len(shuffled)]
-					}
+					req := reqs[round%len(reqs)]
 					round++
 					switch impl {
 					case "prometheus", "getref":
 						app := head.AppenderV2(context.Background())
 						getRef, _ := app.(storage.GetRef)
-						for i, pairs := range req {
+						for i, pairs := range req.pairs {
 							sb.Reset()
 							for _, p := range pairs {
 								sb.Add(bytestr.String(p[0]), bytestr.String(p[1]))
@@ -114,7 +176,7 @@ func BenchmarkAppend(b *testing.B) {
 						} else {
 							a.Reset(context.Background(), head, ts)
 						}
-						for i, pairs := range req {
+						for i, pairs := range req.pairs {
 							s.set.Reset()
 							for _, p := range pairs {
 								s.set.Add(p[0], p[1])
@@ -124,17 +186,45 @@ func BenchmarkAppend(b *testing.B) {
 								b.Fatal(err)
 							}
 						}
+						guessed += a.Stats().Guessed
 						if err := a.Commit(); err != nil {
+							b.Fatal(err)
+						}
+					case "oracle":
+						app := head.AppenderV2(context.Background())
+						if refs == nil { // the first request creates the series
+							for i, j := range req.idx {
+								if _, err := app.Append(0, sets[j], 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
+									b.Fatal(err)
+								}
+							}
+							refs = make([]storage.SeriesRef, n)
+							getRef := app.(storage.GetRef)
+							for j, ls := range sets {
+								refs[j], _ = getRef.GetRef(ls, ls.Hash())
+							}
+						} else {
+							for i, j := range req.idx {
+								if _, err := app.Append(refs[j], sets[j], 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
+									b.Fatal(err)
+								}
+							}
+						}
+						if err := app.Commit(); err != nil {
 							b.Fatal(err)
 						}
 					}
 				}
 				one() // the series exist before the clock starts: steady state
+				guessed = 0
 				b.ReportAllocs()
 				for b.Loop() {
 					one()
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
+				if impl == "ingestkit" {
+					b.ReportMetric(float64(guessed)/float64(b.N*n), "guess-hit/sample")
+				}
 			})
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -87,6 +88,8 @@ func fragmentOrders(rng *rand.Rand, n, perTarget, meanFrag, rounds int) [][]int 
 //     GetRef(ls, ls.Hash()) and Append(ref, ls);
 //   - impl=ingestkit: the pairs hashed once, the ref found in a Cache kept
 //     across requests and confirmed against the pairs, Append(ref, ls);
+//   - impl=ingestkit-batch: the same, with the series resolved by
+//     LookupBatch, batchSize at a time, then appended in request order;
 //   - impl=oracle: the floor, a perfect cache that costs nothing: the refs
 //     and the built labels of every series are known before the clock
 //     starts, and the request is Append(ref, ls) alone, on the same head.
@@ -103,10 +106,13 @@ func fragmentOrders(rng *rand.Rand, n, perTarget, meanFrag, rounds int) [][]int 
 //     remote-write shard after target churn); guesses hold inside a
 //     fragment and fail at its boundaries.
 //
-// impl=ingestkit reports guess-hit/sample, the fraction of series found as
+// The ingestkit impls report guess-hit/sample, the fraction of series found as
 // the guess of the series before.
 func BenchmarkAppend(b *testing.B) {
-	const n = 100_000
+	const (
+		n         = 100_000
+		batchSize = 256
+	)
 	sets := seriesSet(n)
 	identity := make([]int, n)
 	for i := range identity {
@@ -126,7 +132,7 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	for _, order := range []string{"same", "shuffled", "fragments"} {
 		reqs := orders[order]
-		for _, impl := range []string{"prometheus", "getref", "ingestkit", "oracle"} {
+		for _, impl := range []string{"prometheus", "getref", "ingestkit", "ingestkit-batch", "oracle"} {
 			// The case keeps its name: series=100000/impl=...
 			name := fmt.Sprintf("series=%d/impl=%s", n, impl)
 			if order != "same" {
@@ -139,6 +145,15 @@ func BenchmarkAppend(b *testing.B) {
 				sb := labels.NewScratchBuilder(8)
 				s := &pairSeries{} // one reused, as a decoder reuses its series view
 				var a *Appender
+				// impl=ingestkit-batch: series views as a decoder that
+				// yields batchSize at a time would reuse them.
+				views := make([]pairSeries, batchSize)
+				batch := make([]SeriesLabels, batchSize)
+				for j := range views {
+					batch[j] = &views[j]
+				}
+				hs := make([]Handle, batchSize)
+				errs := make([]error, batchSize)
 				var refs []storage.SeriesRef // impl=oracle: by index in sets
 				round := 0
 				guessed := 0
@@ -190,6 +205,35 @@ func BenchmarkAppend(b *testing.B) {
 						if err := a.Commit(); err != nil {
 							b.Fatal(err)
 						}
+					case "ingestkit-batch":
+						if a == nil {
+							a = NewAppender(context.Background(), head, cache, ts)
+						} else {
+							a.Reset(context.Background(), head, ts)
+						}
+						for start := 0; start < len(req.pairs); start += len(views) {
+							k := min(len(views), len(req.pairs)-start)
+							for j, pairs := range req.pairs[start : start+k] {
+								v := &views[j]
+								v.set.Reset()
+								for _, p := range pairs {
+									v.set.Add(p[0], p[1])
+								}
+							}
+							a.LookupBatch(batch[:k], hs[:k], errs[:k])
+							for j := range k {
+								if errs[j] != nil {
+									b.Fatal(errs[j])
+								}
+								if err := a.Append(&hs[j], 0, ts, float64(start+j), nil, nil, storage.AOptions{}); err != nil {
+									b.Fatal(err)
+								}
+							}
+						}
+						guessed += a.Stats().Guessed
+						if err := a.Commit(); err != nil {
+							b.Fatal(err)
+						}
 					case "oracle":
 						app := head.AppenderV2(context.Background())
 						if refs == nil { // the first request creates the series
@@ -215,14 +259,18 @@ func BenchmarkAppend(b *testing.B) {
 						}
 					}
 				}
-				one() // the series exist before the clock starts: steady state
+				// The series exist before the clock starts, and the cache
+				// has seen a request of them (a batch learns the guesses
+				// after new series a request later): steady state.
+				one()
+				one()
 				guessed = 0
 				b.ReportAllocs()
 				for b.Loop() {
 					one()
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/sample")
-				if impl == "ingestkit" {
+				if strings.HasPrefix(impl, "ingestkit") {
 					b.ReportMetric(float64(guessed)/float64(b.N*n), "guess-hit/sample")
 				}
 			})

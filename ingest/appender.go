@@ -201,6 +201,10 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 // (storage.ErrOutOfOrderSample, storage.ErrDuplicateSampleForTimestamp,
 // *storage.AppendPartialError, ...), are returned unchanged.
 //
+// A caller that holds several series at once resolves them with
+// [Appender.LookupBatch], whose cache misses overlap, rather than one
+// [Appender.Lookup] after the other.
+//
 // An Appender is for one transaction at a time and is not safe for
 // concurrent use; the Cache behind it is shared. Reuse one with
 // [Appender.Reset].

@@ -100,11 +100,12 @@ func fragmentOrders(rng *rand.Rand, n, perTarget, meanFrag, rounds int) [][]int 
 //     guess of the next series holds;
 //   - order=shuffled: each request has an order of its own, so no guess
 //     holds, and every lookup probes the cache's table;
-//   - order=fragments: 200 targets of 500 series, each request cut into
-//     fragments of about 50 series at boundaries that shift from request to
-//     request, the fragments of all targets in an order of their own (a
-//     remote-write shard after target churn); guesses hold inside a
-//     fragment and fail at its boundaries.
+//   - order=fragments: 200 targets of 500 series, created one target
+//     after the other, then each request cut into fragments of about 50
+//     series at boundaries that shift from request to request, the
+//     fragments of all targets in an order of their own (a remote-write
+//     shard after target churn); guesses hold inside a fragment and fail
+//     at its boundaries.
 //
 // The ingestkit impls report guess-hit/sample, the fraction of series found as
 // the guess of the series before.
@@ -160,6 +161,11 @@ func BenchmarkAppend(b *testing.B) {
 				one := func() {
 					ts += 15_000
 					req := reqs[round%len(reqs)]
+					if round == 0 && order == "fragments" {
+						// The targets' series were created when each
+						// target appeared, one target after the other.
+						req = orders["same"][0]
+					}
 					round++
 					switch impl {
 					case "prometheus", "getref":

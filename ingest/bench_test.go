@@ -35,20 +35,53 @@ func requestPairsOf(sets []labels.Labels) [][][2][]byte {
 	return out
 }
 
-// appendRequest is one request as a decoder yields it: each series' (name,
-// value) pairs, laid out in one buffer in the request's order, and the
-// index in the series set of each, which tells the oracle its ref.
+// appendRequest is one request: each series' (name, value) pairs, in the
+// request's order, in one buffer as compact as a protobuf request's (a
+// count of pairs, then each string after a one-byte length), and the index
+// in the series set of each series, which tells the oracle its ref. The
+// impls read the pairs from buf as a decoder reads a request, as slices
+// aliasing it.
 type appendRequest struct {
-	pairs [][][2][]byte
-	idx   []int
+	buf []byte
+	idx []int
 }
 
 func newAppendRequest(sets []labels.Labels, idx []int) appendRequest {
-	order := make([]labels.Labels, len(idx))
-	for i, j := range idx {
-		order[i] = sets[j]
+	var buf []byte
+	for _, j := range idx {
+		buf = append(buf, byte(sets[j].Len()))
+		sets[j].Range(func(l labels.Label) {
+			if len(l.Name) > 255 || len(l.Value) > 255 {
+				panic("label too long for appendRequest")
+			}
+			buf = append(buf, byte(len(l.Name)))
+			buf = append(buf, l.Name...)
+			buf = append(buf, byte(len(l.Value)))
+			buf = append(buf, l.Value...)
+		})
 	}
-	return appendRequest{pairs: requestPairsOf(order), idx: idx}
+	return appendRequest{buf: buf, idx: idx}
+}
+
+// requestReader reads an appendRequest's buffer.
+type requestReader struct {
+	buf []byte
+	off int
+}
+
+// series returns the number of pairs of the next series.
+func (r *requestReader) series() int {
+	n := int(r.buf[r.off])
+	r.off++
+	return n
+}
+
+// str returns the next string.
+func (r *requestReader) str() []byte {
+	n := int(r.buf[r.off])
+	s := r.buf[r.off+1 : r.off+1+n : r.off+1+n]
+	r.off += 1 + n
+	return s
 }
 
 // fragmentOrders returns rounds orders of n series that belong to targets
@@ -171,10 +204,12 @@ func BenchmarkAppend(b *testing.B) {
 					case "prometheus", "getref":
 						app := head.AppenderV2(context.Background())
 						getRef, _ := app.(storage.GetRef)
-						for i, pairs := range req.pairs {
+						rr := requestReader{buf: req.buf}
+						for i := range req.idx {
 							sb.Reset()
-							for _, p := range pairs {
-								sb.Add(bytestr.String(p[0]), bytestr.String(p[1]))
+							for range rr.series() {
+								name := rr.str()
+								sb.Add(bytestr.String(name), bytestr.String(rr.str()))
 							}
 							ls := sb.Labels()
 							ref := storage.SeriesRef(0)
@@ -197,10 +232,12 @@ func BenchmarkAppend(b *testing.B) {
 						} else {
 							a.Reset(context.Background(), head, ts)
 						}
-						for i, pairs := range req.pairs {
+						rr := requestReader{buf: req.buf}
+						for i := range req.idx {
 							s.set.Reset()
-							for _, p := range pairs {
-								s.set.Add(p[0], p[1])
+							for range rr.series() {
+								name := rr.str()
+								s.set.Add(name, rr.str())
 							}
 							h := mustHandle(a.Lookup(s))
 							if err := a.Append(&h, 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
@@ -217,13 +254,15 @@ func BenchmarkAppend(b *testing.B) {
 						} else {
 							a.Reset(context.Background(), head, ts)
 						}
-						for start := 0; start < len(req.pairs); start += len(views) {
-							k := min(len(views), len(req.pairs)-start)
-							for j, pairs := range req.pairs[start : start+k] {
+						rr := requestReader{buf: req.buf}
+						for start := 0; start < len(req.idx); start += len(views) {
+							k := min(len(views), len(req.idx)-start)
+							for j := range k {
 								v := &views[j]
 								v.set.Reset()
-								for _, p := range pairs {
-									v.set.Add(p[0], p[1])
+								for range rr.series() {
+									name := rr.str()
+									v.set.Add(name, rr.str())
 								}
 							}
 							a.LookupBatch(batch[:k], hs[:k], errs[:k])

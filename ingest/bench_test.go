@@ -145,7 +145,7 @@ func fragmentOrders(rng *rand.Rand, n, perTarget, meanFrag, rounds int) [][]int 
 func BenchmarkAppend(b *testing.B) {
 	const (
 		n         = 100_000
-		batchSize = 256
+		batchSize = 64
 	)
 	sets := seriesSet(n)
 	identity := make([]int, n)
@@ -318,6 +318,95 @@ func BenchmarkAppend(b *testing.B) {
 				if strings.HasPrefix(impl, "ingestkit") {
 					b.ReportMetric(float64(guessed)/float64(b.N*n), "guess-hit/sample")
 				}
+			})
+		}
+	}
+}
+
+// BenchmarkLookup is BenchmarkAppend's resolving alone: 100k series the
+// cache holds, looked up one by one (impl=ingestkit) or 64 at a time
+// (impl=ingestkit-batch), with nothing appended; one op is a request. It
+// shows the cache's own cost in each order, without the head's.
+func BenchmarkLookup(b *testing.B) {
+	const n, batchSize = 100_000, 64
+	sets := seriesSet(n)
+	identity := make([]int, n)
+	for i := range identity {
+		identity[i] = i
+	}
+	shuffled := slices.Clone(identity)
+	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(x, y int) { shuffled[x], shuffled[y] = shuffled[y], shuffled[x] })
+	for _, order := range []struct {
+		name string
+		req  appendRequest
+	}{{"same", newAppendRequest(sets, identity)}, {"shuffled", newAppendRequest(sets, shuffled)}} {
+		for _, impl := range []string{"ingestkit", "ingestkit-batch"} {
+			b.Run(fmt.Sprintf("series=%d/order=%s/impl=%s", n, order.name, impl), func(b *testing.B) {
+				head := newHead(b)
+				cache := NewCache(CacheOptions{})
+				views := make([]pairSeries, batchSize)
+				batch := make([]SeriesLabels, batchSize)
+				for j := range views {
+					batch[j] = &views[j]
+				}
+				hs := make([]Handle, batchSize)
+				errs := make([]error, batchSize)
+				a := NewAppender(context.Background(), head, cache, 0)
+				first := newAppendRequest(sets, identity)
+				rr := requestReader{buf: first.buf}
+				for i := range n {
+					s := &views[0]
+					s.set.Reset()
+					for range rr.series() {
+						name := rr.str()
+						s.set.Add(name, rr.str())
+					}
+					h := mustHandle(a.Lookup(s))
+					if err := a.Append(&h, 0, 1000, float64(i), nil, nil, storage.AOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := a.Commit(); err != nil {
+					b.Fatal(err)
+				}
+				ts := int64(1000)
+				b.ReportAllocs()
+				for b.Loop() {
+					ts++
+					a.Reset(context.Background(), head, ts)
+					rr := requestReader{buf: order.req.buf}
+					for start := 0; start < n; start += batchSize {
+						k := min(batchSize, n-start)
+						if impl == "ingestkit" {
+							s := &views[0]
+							for range k {
+								s.set.Reset()
+								for range rr.series() {
+									name := rr.str()
+									s.set.Add(name, rr.str())
+								}
+								if _, err := a.Lookup(s); err != nil {
+									b.Fatal(err)
+								}
+							}
+							continue
+						}
+						for j := range k {
+							v := &views[j]
+							v.set.Reset()
+							for range rr.series() {
+								name := rr.str()
+								v.set.Add(name, rr.str())
+							}
+						}
+						a.LookupBatch(batch[:k], hs[:k], errs[:k])
+					}
+					if st := a.Stats(); st.CacheHits != n {
+						b.Fatalf("Stats() = %+v, want %d hits", st, n)
+					}
+					_ = a.Rollback()
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/series")
 			})
 		}
 	}

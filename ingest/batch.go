@@ -7,15 +7,6 @@ import "github.com/prometheus/prometheus/storage"
 // one at a time, and few enough that its state stays on the stack.
 const lookupChunk = 64
 
-// How lookupChunk resolved a series.
-const (
-	chunkPending = iota // for the batched probe
-	chunkGuessed        // the guess of the series before
-	chunkFound          // found in the index
-	chunkMiss           // not in the cache
-	chunkInvalid        // the series has an error
-)
-
 // LookupBatch resolves series[i] to hs[i], as [Appender.Lookup] does, and
 // sets errs[i] to the error Lookup would return, nil for a series resolved,
 // for every i in request order. The series must stay as they are (their
@@ -63,136 +54,149 @@ func (r *resolver) lookupBatch(series []SeriesLabels, hs []Handle, errs []error)
 	}
 }
 
-// lookupChunk is lookupBatch for at most lookupChunk series. Its first pass
-// follows the guesses, in request order, as lookup does; a series whose
-// guess fails right after one whose guess held is looked up at once, so
-// that the guesses after it are tried (a sender's order cut and joined
-// again); once two fail in a row, the order is not the last request's, and
-// the rest of the chunk is left to the batched probe. That probe reads, for
-// every series left, its home slot, then its candidate entry, then the
-// entry's labels, each pass over all the series before the next, so that
-// the misses of one pass overlap; nothing in those passes writes to shared
-// memory or takes a lock, which would fence the reads. The last pass, in
-// request order, does what lookup does with what was found: stats, guesses
-// learnt, last-seen times, and the series not in the cache.
+// lookupChunk is lookupBatch for at most lookupChunk series. It resolves
+// them in request order as lookup does, following the guesses; a series
+// whose guess fails right after one whose guess held is looked up at once,
+// so that the guesses after it are tried (a sender's order cut and joined
+// again). Once two guesses fail in a row, the order is not the last
+// request's, and the rest of the chunk goes to a batched probe: for every
+// series left, its home slot, then its candidate entry, then the entry's
+// labels compared, each pass over all of them before the next, so that the
+// misses of one pass are in flight together. Nothing in those passes writes
+// to shared memory or takes a lock, which would fence the reads. A last
+// pass, in request order, does what lookup does with what the probe found:
+// stats, guesses learnt, last-seen times, and the series not in the cache.
 func (r *resolver) lookupChunk(series []SeriesLabels, hs []Handle, errs []error) {
+	first := len(series) // the first series left to the probe
+	for i, s := range series {
+		if err := s.Err(); err != nil {
+			hs[i], errs[i] = Handle{}, invalidSeries(err)
+			continue
+		}
+		errs[i] = nil
+		hash := s.Hash()
+		if r.prev != nil {
+			if g := r.prev.guess(hash); g != nil {
+				if ref := g.ref.Load(); ref != 0 && s.Equal(g.lset) {
+					r.hit(&hs[i], hash, ref, g, true)
+					continue
+				}
+			}
+		}
+		if !r.guessing {
+			first = i
+			break
+		}
+		if e := r.tab.stripe(hash).slots.Load().find(hash, s); e != nil {
+			if ref := e.ref.Load(); ref != 0 {
+				if r.prev != nil {
+					r.prev.setGuess(hash, e)
+				}
+				r.hit(&hs[i], hash, ref, e, false)
+				continue
+			}
+		}
+		r.guessing = false
+		hs[i] = r.miss(s, hash)
+		hs[i].batch = true
+	}
+	if first == len(series) {
+		return
+	}
+	r.probe(series[first:], hs[first:], errs[first:])
+}
+
+// probe resolves series (at most lookupChunk) in the batched passes of
+// lookupChunk.
+func (r *resolver) probe(series []SeriesLabels, hs []Handle, errs []error) {
 	var (
 		ents  [lookupChunk]*cacheEntry
-		how   [lookupChunk]uint8
-		pend  [lookupChunk]uint8 // indexes of the series left to the probe
+		pend  [lookupChunk]uint8 // indexes of the series to probe
 		tabs  [lookupChunk]*cacheSlots
 		slot  [lookupChunk]int
 		np    int
-		touch uint64 // what the probe's reads load, so that they are made
+		touch uint64 // what the reads load, so that they are made
 	)
-	prev, guessing := r.prev, r.guessing
+	// Hashes, and home slots.
 	for i, s := range series {
 		if err := s.Err(); err != nil {
-			hs[i], errs[i], how[i] = Handle{}, invalidSeries(err), chunkInvalid
+			hs[i], errs[i] = Handle{}, invalidSeries(err)
 			continue
 		}
 		errs[i] = nil
 		hash := s.Hash()
 		hs[i] = Handle{hash: hash, batch: true}
-		if prev != nil {
-			if g := prev.guess(hash); g != nil && g.ref.Load() != 0 && s.Equal(g.lset) {
-				ents[i], how[i], prev, guessing = g, chunkGuessed, g, true
-				continue
-			}
-		}
-		if !guessing {
-			how[i] = chunkPending
-			pend[np] = uint8(i)
-			np++
-			prev = nil // unknown until the probe: no guess is tried after it
+		tb := r.tab.stripe(hash).slots.Load()
+		if tb == nil {
 			continue
 		}
-		guessing = false
-		if e := r.tab.stripe(hash).slots.Load().find(hash, s); e != nil && e.ref.Load() != 0 {
-			ents[i], how[i], prev = e, chunkFound, e
-		} else {
-			how[i] = chunkMiss
+		pend[np], tabs[np], slot[np] = uint8(i), tb, tb.home(hash)
+		touch += tb.slots[slot[np]].hash.Load()
+		np++
+	}
+	// Candidate entries: the first of the hash in the probe sequence.
+	for k := range np {
+		var e *cacheEntry
+		if slot[k], e = tabs[k].candidate(hs[pend[k]].hash); e != nil {
+			ents[k] = e
+			touch += e.ref.Load()
 		}
 	}
-	if np > 0 {
-		// Home slots.
-		for k := range np {
-			hash := hs[pend[k]].hash
-			tb := r.tab.stripe(hash).slots.Load()
-			tabs[k] = tb
-			if tb != nil {
-				slot[k] = tb.home(hash)
-				touch += tb.slots[slot[k]].hash.Load()
-			}
+	// Labels, compared: a colliding hash goes on along the probe sequence.
+	for k := range np {
+		e := ents[k]
+		if e == nil {
+			continue
 		}
-		// Candidate entries: the first of the hash in the probe sequence.
-		for k := range np {
-			if tb := tabs[k]; tb != nil {
-				var e *cacheEntry
-				slot[k], e = tb.candidate(hs[pend[k]].hash)
-				if e != nil {
-					ents[pend[k]] = e
-					touch += e.ref.Load()
-				}
-			}
+		if i := pend[k]; !series[i].Equal(e.lset) {
+			mask := len(tabs[k].slots) - 1
+			ents[k] = tabs[k].findFrom((slot[k]+1)&mask, hs[i].hash, series[i])
 		}
-		// Labels, compared: a colliding hash goes on with the probe.
-		for k := range np {
-			i := pend[k]
-			e := ents[i]
-			if e == nil {
-				how[i] = chunkMiss
-				continue
-			}
-			if !series[i].Equal(e.lset) {
-				mask := len(tabs[k].slots) - 1
-				e = tabs[k].findFrom((slot[k]+1)&mask, hs[i].hash, series[i])
-			}
-			if e != nil && e.ref.Load() != 0 {
-				ents[i], how[i] = e, chunkFound
-			} else {
-				ents[i], how[i] = nil, chunkMiss
-			}
-		}
-		r.touch = touch
 	}
+	r.touch = touch
 	// In request order, what lookup does with each result.
-	prev, guessing = r.prev, r.guessing
+	k := 0
 	for i, s := range series {
-		switch how[i] {
-		case chunkInvalid:
-			continue
-		case chunkMiss:
-			guessing = false
-			hs[i] = r.miss(s, hs[i].hash)
-			hs[i].batch = true
+		if errs[i] != nil {
 			continue
 		}
-		e := ents[i]
-		ref := e.ref.Load()
-		if ref == 0 { // purged since it was found
-			guessing = false
-			hs[i] = r.miss(s, hs[i].hash)
-			hs[i].batch = true
-			continue
+		var e *cacheEntry
+		if k < np && int(pend[k]) == i {
+			e = ents[k]
+			k++
 		}
 		hash := hs[i].hash
-		guessed := how[i] == chunkGuessed
-		if !guessed && prev != nil {
-			// Found by the index; Lookup would have tried prev's guess.
-			if guessed = prev.guess(hash) == e; !guessed {
-				prev.setGuess(hash, e)
+		var ref uint64
+		if e != nil {
+			ref = e.ref.Load()
+		}
+		if ref == 0 { // not in the cache, or purged since it was found
+			r.guessing = false
+			hs[i] = r.miss(s, hash)
+			hs[i].batch = true
+			continue
+		}
+		guessed := false
+		if r.prev != nil {
+			// Lookup would have tried the guess first.
+			if guessed = r.prev.guess(hash) == e; !guessed {
+				r.prev.setGuess(hash, e)
 			}
 		}
-		if e.lastSeen.Load() < r.now {
-			e.lastSeen.Store(r.now)
-		}
-		r.stats.CacheHits++
-		if guessed {
-			r.stats.Guessed++
-		}
-		prev, guessing = e, guessed
-		hs[i] = Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e, batch: true}
+		r.hit(&hs[i], hash, ref, e, guessed)
 	}
-	r.prev, r.guessing = prev, guessing
+}
+
+// hit makes h the handle of e, found for hash with ref, and e the entry
+// resolved last.
+func (r *resolver) hit(h *Handle, hash, ref uint64, e *cacheEntry, guessed bool) {
+	if e.lastSeen.Load() < r.now {
+		e.lastSeen.Store(r.now)
+	}
+	r.stats.CacheHits++
+	if guessed {
+		r.stats.Guessed++
+	}
+	r.prev, r.guessing = e, guessed
+	*h = Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e, batch: true}
 }

@@ -334,12 +334,19 @@ func BenchmarkLookup(b *testing.B) {
 	for i := range identity {
 		identity[i] = i
 	}
-	shuffled := slices.Clone(identity)
-	rand.New(rand.NewPCG(1, 2)).Shuffle(n, func(x, y int) { shuffled[x], shuffled[y] = shuffled[y], shuffled[x] })
+	// Three shuffled orders, one request after the other, so that no guess
+	// holds, as in BenchmarkAppend.
+	rng := rand.New(rand.NewPCG(1, 2))
+	var shuffled []appendRequest
+	for range 3 {
+		idx := slices.Clone(identity)
+		rng.Shuffle(n, func(x, y int) { idx[x], idx[y] = idx[y], idx[x] })
+		shuffled = append(shuffled, newAppendRequest(sets, idx))
+	}
 	for _, order := range []struct {
 		name string
-		req  appendRequest
-	}{{"same", newAppendRequest(sets, identity)}, {"shuffled", newAppendRequest(sets, shuffled)}} {
+		reqs []appendRequest
+	}{{"same", []appendRequest{newAppendRequest(sets, identity)}}, {"shuffled", shuffled}} {
 		for _, impl := range []string{"ingestkit", "ingestkit-batch"} {
 			b.Run(fmt.Sprintf("series=%d/order=%s/impl=%s", n, order.name, impl), func(b *testing.B) {
 				head := newHead(b)
@@ -374,7 +381,7 @@ func BenchmarkLookup(b *testing.B) {
 				for b.Loop() {
 					ts++
 					a.Reset(context.Background(), head, ts)
-					rr := requestReader{buf: order.req.buf}
+					rr := requestReader{buf: order.reqs[int(ts)%len(order.reqs)].buf}
 					for start := 0; start < n; start += batchSize {
 						k := min(batchSize, n-start)
 						if impl == "ingestkit" {

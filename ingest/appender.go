@@ -44,6 +44,7 @@ type Handle struct {
 	ref   storage.SeriesRef
 	lset  labels.Labels
 	entry *cacheEntry // the cache's entry for the series, with ref; nil if none
+	batch bool        // resolved by LookupBatch
 }
 
 // Ref returns the series ref, zero for a series not yet appended.
@@ -85,6 +86,12 @@ type resolver struct {
 	// prev is the cache entry of the series resolved last, whose guess
 	// of the next series the next lookup tries first.
 	prev *cacheEntry
+	// guessing is whether the series resolved last was found as the
+	// guess of the one before it (or none was resolved yet): a batch
+	// whose next guess fails then looks that series up alone, so that
+	// the guesses after it are tried, rather than with the others.
+	guessing bool
+	touch    uint64 // the sum of a batched probe's reads (lookupChunk), kept so that they are made
 }
 
 // bind takes the cache's table for db, before a transaction is opened on
@@ -97,6 +104,7 @@ func (r *resolver) reset(app any, now int64) {
 	r.now = now
 	r.stats = AppenderStats{}
 	r.prev = nil
+	r.guessing = true
 }
 
 // follow makes e, of the given hash, the entry resolved last, and prev's
@@ -113,7 +121,7 @@ func (r *resolver) follow(hash uint64, e *cacheEntry) {
 // series the TSDB does not hold. It refuses a series with an error.
 func (r *resolver) lookup(s SeriesLabels) (Handle, error) {
 	if err := s.Err(); err != nil {
-		return Handle{}, fmt.Errorf("%w: %w", ErrInvalidSeries, err)
+		return Handle{}, invalidSeries(err)
 	}
 	hash := s.Hash()
 	if e, guessed := r.tab.lookup(r.prev, hash, s, r.now); e != nil {
@@ -121,6 +129,7 @@ func (r *resolver) lookup(s SeriesLabels) (Handle, error) {
 		// or a stale one that the head resolves by the labels.
 		if ref := e.ref.Load(); ref != 0 {
 			r.prev = e
+			r.guessing = guessed
 			r.stats.CacheHits++
 			if guessed {
 				r.stats.Guessed++
@@ -128,6 +137,16 @@ func (r *resolver) lookup(s SeriesLabels) (Handle, error) {
 			return Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e}, nil
 		}
 	}
+	r.guessing = false
+	return r.miss(s, hash), nil
+}
+
+func invalidSeries(err error) error { return fmt.Errorf("%w: %w", ErrInvalidSeries, err) }
+
+// miss resolves s, of the given hash, which is not in the cache: by
+// storage.GetRef with labels built in a reused buffer if the appender offers
+// it, else, or if the TSDB does not hold s, by building s's labels.
+func (r *resolver) miss(s SeriesLabels, hash uint64) Handle {
 	var built labels.Labels // s.Labels(), if it had to be called
 	if r.getRef != nil {
 		var probe labels.Labels
@@ -139,14 +158,14 @@ func (r *resolver) lookup(s SeriesLabels) (Handle, error) {
 		}
 		if ref, lset := r.getRef.GetRef(probe, hash); ref != 0 {
 			r.stats.RefLookups++
-			return Handle{hash: hash, ref: ref, lset: lset}, nil
+			return Handle{hash: hash, ref: ref, lset: lset}
 		}
 	}
 	if built.IsEmpty() {
 		built = s.Labels()
 	}
 	r.stats.NewSeries++
-	return Handle{hash: hash, lset: built}, nil
+	return Handle{hash: hash, lset: built}
 }
 
 // appended records the ref an append returned: a series new to the cache,
@@ -158,7 +177,11 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 	if h.entry == nil || ref != h.ref {
 		h.entry = r.tab.store(h.hash, ref, h.lset, r.now)
 		r.stats.CacheStores++
-		r.follow(h.hash, h.entry)
+		if !h.batch {
+			// A batch's lookups are over before its appends: the series
+			// resolved last is not the one before h's.
+			r.follow(h.hash, h.entry)
+		}
 	}
 	h.ref = ref
 }
@@ -177,6 +200,10 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 // to the wrapped appender unchanged; its errors, which are Prometheus's own
 // (storage.ErrOutOfOrderSample, storage.ErrDuplicateSampleForTimestamp,
 // *storage.AppendPartialError, ...), are returned unchanged.
+//
+// A caller that holds several series at once resolves them with
+// [Appender.LookupBatch], whose cache misses overlap, rather than one
+// [Appender.Lookup] after the other.
 //
 // An Appender is for one transaction at a time and is not safe for
 // concurrent use; the Cache behind it is shared. Reuse one with

@@ -222,10 +222,13 @@ func TestAppenderAllocs(t *testing.T) {
 	if got := testing.AllocsPerRun(1000, func() { _, _ = a.Lookup(series[i%len(series)]); i++ }); got != 0 {
 		t.Errorf("Lookup of a cached series: AllocsPerRun = %v, want 0", got)
 	}
-	a.Reset(context.Background(), head, 2000)
 	a.cache = NewCache(CacheOptions{}) // every lookup misses the cache and asks the head
+	a.Reset(context.Background(), head, 2000)
 	if got := testing.AllocsPerRun(1000, func() { _, _ = a.Lookup(series[i%len(series)]); i++ }); got != 0 {
 		t.Errorf("Lookup through GetRef: AllocsPerRun = %v, want 0", got)
+	}
+	if st := a.Stats(); st.CacheHits != 0 || st.RefLookups == 0 {
+		t.Errorf("Lookup through GetRef: Stats() = %+v, want only RefLookups", st)
 	}
 	_ = a.Rollback()
 
@@ -250,8 +253,8 @@ func TestAppenderAllocs(t *testing.T) {
 		i++
 	})
 	_ = app.Commit()
-	a.Reset(context.Background(), head, 3000)
 	a.cache = cache
+	a.Reset(context.Background(), head, 3000)
 	i = 0
 	ts += 10_000
 	got := testing.AllocsPerRun(runs, func() {

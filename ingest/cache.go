@@ -22,8 +22,10 @@ type Equaler interface {
 // DefaultCacheStripes is the stripe count of a [Cache] whose options leave
 // it zero; an empty cache then costs 16 KiB. In single BenchmarkAppend runs
 // (100k series, 2 cores) 8 to 256 stripes cost the same within noise, while
-// 16384 were about 1.5x slower (more, smaller maps cost more misses), so
-// the default stays small; it was not chosen by a -count 6 comparison.
+// 16384 were about 1.5x slower (more, smaller maps cost more misses, when
+// each stripe was a Go map), so the default stays small; it was not chosen
+// by a -count 6 comparison. Lookups take no lock: stripes only spread the
+// stores and purges.
 const DefaultCacheStripes = 256
 
 // CacheOptions are the settings of a [Cache]. The zero value means the
@@ -78,23 +80,25 @@ type CacheOptions struct {
 // Senders repeat themselves: a Prometheus remote-write shard sends the same
 // series in the same order request after request, as a scrape target
 // exposes them. So each entry also remembers which entry was looked up
-// right after it, and an [Appender] tries that guess first, without a lock
-// and without a probe of the stripe's map: when it holds, a lookup reads
+// right after it, and an [Appender] tries that guess first, without a probe
+// of the stripe's index: when it holds, a lookup reads
 // one entry, in memory allocated in the order the series were first seen.
 // A wrong guess costs one comparison of hashes and the usual lookup.
 //
-// Memory: an entry is a map slot (hash and pointer) and an object of 48
-// bytes in the default stringlabels build (labels header, ref, last-seen
-// time, and the guess and its hash; 56, in a 64-byte size class, in the
-// others); the labels are the TSDB's own and shared with it.
+// Memory: an entry is a slot of 16 bytes (hash and pointer) in its stripe's
+// open-addressing index, which is kept between 7/16 and 7/8 full, and an
+// object of 48 bytes in the default stringlabels build (labels header, ref,
+// last-seen time, and the guess and its hash; 56, in a 64-byte size class,
+// in the others); the labels are the TSDB's own and shared with it.
 // TestCacheMemoryPerEntry measures 72 bytes per entry in the default build
 // and 88 under slicelabels and dedupelabels, 16 more than without guesses.
 // A purged entry may stay reachable until the entry whose guess it is, is
 // looked up or purged.
 //
-// A Cache is safe for concurrent use by multiple goroutines. Lookups take a
-// stripe's read lock, or no lock when the guess holds; stores and purges
-// take its write lock; binding to a storage other than the one served, and
+// A Cache is safe for concurrent use by multiple goroutines. Lookups take
+// no lock (the index's publication rules are at cacheSlots), so that the
+// lookups of a batch can overlap their memory reads; stores and purges take
+// a stripe's lock; binding to a storage other than the one served, and
 // [Cache.Reset], take a lock of the whole cache.
 type Cache struct {
 	mu      sync.Mutex // serialises binding and Reset
@@ -120,12 +124,131 @@ type cacheTable struct {
 type boundStorage struct{ storage any }
 
 type cacheStripe struct {
-	mu sync.RWMutex
-	// m holds the first series stored for a hash; conflicts the others,
-	// which exist only when different series' hashes collide.
-	m         map[uint64]*cacheEntry   // guarded by mu
-	conflicts map[uint64][]*cacheEntry // guarded by mu
-	_         [32]byte                 // keeps stripes' locks on separate cache lines
+	mu sync.Mutex // serialises the stripe's writers: stores and purges
+	// slots is the stripe's index, nil while the stripe is empty; lookups
+	// load it without a lock (see cacheSlots).
+	slots atomic.Pointer[cacheSlots]
+	used  int      // slots filled in slots; guarded by mu
+	_     [40]byte // keeps stripes' locks on separate cache lines
+}
+
+// cacheSlots is a stripe's index: a linear-probing table of (hash, entry)
+// slots, whose size is a power of two, where a series' home slot is the
+// high bits of its hash (the low bits chose the stripe). Series whose
+// hashes collide sit in the probe sequence side by side, and each is found
+// by its labels.
+//
+// Publication rules, which let lookups read without a lock: once a table is
+// stored in its stripe, the only change to it is an empty slot taking an
+// entry, its hash stored before its entry, and a slot never changes again;
+// a writer that would change more (a growth, a purge) fills a new table and
+// stores it in the stripe whole. A lookup that loaded a table sees each slot
+// empty or final, and so finds a series that is being added or not, never a
+// wrong one: the hash it compares is the entry's, and the labels decide. A
+// purged entry may stay in a table that a lookup loaded before the purge;
+// its ref is then 0, which the lookup refuses.
+//
+// A table grows when it would be more than 7/8 full, as the tracker's
+// does: a probe always meets an empty slot, a hit reads 4.5 slots on
+// average at the fullest, 72 bytes, mostly in one or two adjacent cache
+// lines, and the index costs 18 to 37 bytes per entry.
+type cacheSlots struct {
+	slots []cacheSlot
+	shift uint // 64 - log2(len(slots)): hash>>shift is the home slot
+}
+
+type cacheSlot struct {
+	hash atomic.Uint64
+	e    atomic.Pointer[cacheEntry] // nil for an empty slot
+}
+
+// minCacheSlots is the size of a stripe's first table.
+const minCacheSlots = 8
+
+func newCacheSlots(n int) *cacheSlots {
+	return &cacheSlots{slots: make([]cacheSlot, n), shift: uint(64 - bits.TrailingZeros(uint(n)))}
+}
+
+// home returns the first slot of hash's probe sequence.
+func (t *cacheSlots) home(hash uint64) int { return int(hash >> t.shift) }
+
+// find returns the entry for hash whose labels eq accepts, or nil. It takes
+// no lock. t may be nil, an empty stripe.
+func (t *cacheSlots) find(hash uint64, eq Equaler) *cacheEntry {
+	if t == nil {
+		return nil
+	}
+	return t.findFrom(t.home(hash), hash, eq)
+}
+
+// findFrom is find from slot i of hash's probe sequence on.
+func (t *cacheSlots) findFrom(i int, hash uint64, eq Equaler) *cacheEntry {
+	mask := len(t.slots) - 1
+	for ; ; i = (i + 1) & mask {
+		sl := &t.slots[i]
+		e := sl.e.Load()
+		if e == nil {
+			return nil
+		}
+		if sl.hash.Load() == hash && eq.Equal(e.lset) {
+			return e
+		}
+	}
+}
+
+// candidate returns the first slot of hash's probe sequence that holds an
+// entry of that hash, and the entry, or -1 and nil if there is none: the
+// entry that a lookup most likely wants, before its labels are compared.
+func (t *cacheSlots) candidate(hash uint64) (int, *cacheEntry) {
+	mask := len(t.slots) - 1
+	for i := t.home(hash); ; i = (i + 1) & mask {
+		sl := &t.slots[i]
+		e := sl.e.Load()
+		if e == nil {
+			return -1, nil
+		}
+		if sl.hash.Load() == hash {
+			return i, e
+		}
+	}
+}
+
+// place puts e, of the given hash, in the first empty slot of its probe
+// sequence. It is for a table not yet stored in its stripe, or for one
+// that is, with the stripe's mu held.
+func (t *cacheSlots) place(hash uint64, e *cacheEntry) {
+	mask := len(t.slots) - 1
+	i := t.home(hash)
+	for t.slots[i].e.Load() != nil {
+		i = (i + 1) & mask
+	}
+	t.slots[i].hash.Store(hash)
+	t.slots[i].e.Store(e)
+}
+
+// insert adds e, of the given hash, to the stripe. It requires s.mu.
+func (s *cacheStripe) insert(hash uint64, e *cacheEntry) {
+	cur := s.slots.Load()
+	if cur != nil && (s.used+1)*8 <= len(cur.slots)*7 {
+		cur.place(hash, e)
+		s.used++
+		return
+	}
+	n := minCacheSlots
+	if cur != nil {
+		n = 2 * len(cur.slots)
+	}
+	grown := newCacheSlots(n)
+	if cur != nil {
+		for i := range cur.slots {
+			if old := cur.slots[i].e.Load(); old != nil {
+				grown.place(cur.slots[i].hash.Load(), old)
+			}
+		}
+	}
+	grown.place(hash, e)
+	s.slots.Store(grown)
+	s.used++
 }
 
 // cacheEntry is a cached series. Entries are read without a lock through
@@ -174,11 +297,7 @@ func NewCache(opts CacheOptions) *Cache {
 }
 
 func newCacheTable(n int) *cacheTable {
-	t := &cacheTable{stripes: make([]cacheStripe, n), mask: uint64(n - 1)}
-	for i := range t.stripes {
-		t.stripes[i].m = make(map[uint64]*cacheEntry)
-	}
-	return t
+	return &cacheTable{stripes: make([]cacheStripe, n), mask: uint64(n - 1)}
 }
 
 // bind returns the table of db's refs: the current one if it serves db or
@@ -259,27 +378,9 @@ func (c *Cache) Stats() CacheStats {
 }
 
 func (t *cacheTable) stripe(hash uint64) *cacheStripe {
-	// The low bits pick the stripe; Go's map hashes the key again, so they
-	// do not bias the map.
+	// The low bits pick the stripe, the high bits the home slot in its
+	// index (cacheSlots.home).
 	return &t.stripes[hash&t.mask]
-}
-
-// find returns the entry for hash whose labels eq accepts, or nil. It
-// requires s.mu held, for reading at least.
-func (s *cacheStripe) find(hash uint64, eq Equaler) *cacheEntry {
-	e := s.m[hash]
-	if e == nil {
-		return nil
-	}
-	if eq.Equal(e.lset) {
-		return e
-	}
-	for _, e := range s.conflicts[hash] {
-		if eq.Equal(e.lset) {
-			return e
-		}
-	}
-	return nil
 }
 
 // Lookup returns the ref and the TSDB's labels of the series with the given
@@ -313,10 +414,7 @@ func (t *cacheTable) lookup(prev *cacheEntry, hash uint64, eq Equaler, now int64
 		}
 	}
 	if e == nil {
-		s := t.stripe(hash)
-		s.mu.RLock()
-		e = s.find(hash, eq)
-		s.mu.RUnlock()
+		e = t.stripe(hash).slots.Load().find(hash, eq)
 		if e == nil {
 			return nil, false
 		}
@@ -356,7 +454,7 @@ func (t *cacheTable) store(hash uint64, ref storage.SeriesRef, lset labels.Label
 	s := t.stripe(hash)
 	eq := labelsEqual{lset}
 	s.mu.Lock()
-	if e := s.find(hash, &eq); e != nil {
+	if e := s.slots.Load().find(hash, &eq); e != nil {
 		e.ref.Store(uint64(ref))
 		if e.lastSeen.Load() < now {
 			e.lastSeen.Store(now)
@@ -367,31 +465,25 @@ func (t *cacheTable) store(hash uint64, ref storage.SeriesRef, lset labels.Label
 	e := &cacheEntry{lset: lset}
 	e.ref.Store(uint64(ref))
 	e.lastSeen.Store(now)
-	if s.m[hash] == nil {
-		s.m[hash] = e
-	} else {
-		if s.conflicts == nil {
-			s.conflicts = make(map[uint64][]*cacheEntry)
-		}
-		s.conflicts[hash] = append(s.conflicts[hash], e)
-	}
+	s.insert(hash, e)
 	s.mu.Unlock()
 	t.entries.Add(1)
 	return e
 }
 
 // Purge drops the entries last seen before keepFrom and returns how many it
-// dropped. It takes one stripe's write lock at a time, and only for a stripe
-// that has something to drop, so appends to the other stripes go on.
+// dropped. It takes one stripe's lock at a time, and only for a stripe that
+// has something to drop; lookups take no lock, and stores to the other
+// stripes go on.
+//
+// Purge allocates a new index for each stripe it drops entries from, sized
+// for the entries it keeps; the old one is garbage.
 func (c *Cache) Purge(keepFrom int64) int {
 	t := c.table.Load()
 	dropped := 0
 	for i := range t.stripes {
 		s := &t.stripes[i]
-		s.mu.RLock()
-		idle := s.hasIdle(keepFrom)
-		s.mu.RUnlock()
-		if !idle {
+		if !s.slots.Load().hasIdle(keepFrom) {
 			continue
 		}
 		s.mu.Lock()
@@ -402,63 +494,56 @@ func (c *Cache) Purge(keepFrom int64) int {
 	return dropped
 }
 
-// hasIdle reports whether the stripe holds an entry seen before keepFrom.
-// It requires s.mu held for reading.
-func (s *cacheStripe) hasIdle(keepFrom int64) bool {
-	for _, e := range s.m {
-		if e.lastSeen.Load() < keepFrom {
-			return true
-		}
+// hasIdle reports whether the table holds an entry seen before keepFrom. It
+// takes no lock; t may be nil.
+func (t *cacheSlots) hasIdle(keepFrom int64) bool {
+	if t == nil {
+		return false
 	}
-	for _, es := range s.conflicts {
-		for _, e := range es {
-			if e.lastSeen.Load() < keepFrom {
-				return true
-			}
+	for i := range t.slots {
+		if e := t.slots[i].e.Load(); e != nil && e.lastSeen.Load() < keepFrom {
+			return true
 		}
 	}
 	return false
 }
 
-// purge drops the stripe's entries seen before keepFrom. It requires s.mu
-// held for writing.
+// purge drops the stripe's entries seen before keepFrom, and stores a new
+// table of the others (nil if none is left), as lookups may be reading the
+// old one. It requires s.mu.
 func (s *cacheStripe) purge(keepFrom int64) int {
+	cur := s.slots.Load()
+	if cur == nil {
+		return 0
+	}
 	dropped := 0
-	for hash, es := range s.conflicts {
-		kept := es[:0]
-		for _, e := range es {
-			if e.lastSeen.Load() < keepFrom {
-				drop(e)
-				dropped++
-				continue
-			}
-			kept = append(kept, e)
-		}
-		clear(es[len(kept):])
-		if len(kept) == 0 {
-			delete(s.conflicts, hash)
-		} else {
-			s.conflicts[hash] = kept
+	for i := range cur.slots {
+		if e := cur.slots[i].e.Load(); e != nil && e.lastSeen.Load() < keepFrom {
+			drop(e)
+			dropped++
 		}
 	}
-	for hash, e := range s.m {
-		if e.lastSeen.Load() >= keepFrom {
-			continue
-		}
-		drop(e)
-		dropped++
-		// Promote a surviving conflict, so that find keeps working.
-		if es := s.conflicts[hash]; len(es) > 0 {
-			s.m[hash] = es[0]
-			if len(es) == 1 {
-				delete(s.conflicts, hash)
-			} else {
-				s.conflicts[hash] = es[1:]
-			}
-			continue
-		}
-		delete(s.m, hash)
+	if dropped == 0 {
+		return 0
 	}
+	s.used -= dropped
+	if s.used == 0 {
+		s.slots.Store(nil)
+		return dropped
+	}
+	// Half full at most, so that the stripe takes new series before it
+	// grows again.
+	n := minCacheSlots
+	for n < 2*s.used {
+		n *= 2
+	}
+	kept := newCacheSlots(n)
+	for i := range cur.slots {
+		if e := cur.slots[i].e.Load(); e != nil && e.ref.Load() != 0 {
+			kept.place(cur.slots[i].hash.Load(), e)
+		}
+	}
+	s.slots.Store(kept)
 	return dropped
 }
 

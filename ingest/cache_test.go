@@ -151,3 +151,59 @@ func TestCacheMemoryPerEntry(t *testing.T) {
 	runtime.KeepAlive(c)
 	runtime.KeepAlive(sets)
 }
+
+// TestCacheIndex fills one stripe's index past several growths, with runs
+// of colliding hashes that wrap around its end, purges every other entry
+// and stores again: every series is found by its labels, none that is
+// absent is, and the index keeps its bound on fullness.
+func TestCacheIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int
+		hash func(i int) uint64
+	}{
+		{"distinct", 5000, func(i int) uint64 { return uint64(i) * 0x9E3779B97F4A7C15 }},
+		// Home slot the last one whatever the size: every probe wraps.
+		{"collide-at-end", 300, func(int) uint64 { return ^uint64(0) }},
+		{"pairs-collide", 2000, func(i int) uint64 { return uint64(i/2) * 0x9E3779B97F4A7C15 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCache(CacheOptions{Stripes: 1})
+			sets := seriesSet(tc.n)
+			check := func(when string, present func(i int) bool) {
+				t.Helper()
+				for i, ls := range sets {
+					ref, got, ok := c.Lookup(tc.hash(i), plainSeries{ls}, 0)
+					if ok != present(i) || ok && (ref != storage.SeriesRef(i+1) || !labels.Equal(got, ls)) {
+						t.Fatalf("%s: Lookup(%s) = %d, %s, %v, want %d, %v", when, ls, ref, got, ok, i+1, present(i))
+					}
+				}
+				s := &c.table.Load().stripes[0]
+				if tb := s.slots.Load(); tb != nil && s.used*8 > len(tb.slots)*7 {
+					t.Fatalf("%s: %d entries in %d slots, more than 7/8", when, s.used, len(tb.slots))
+				}
+			}
+			for i, ls := range sets {
+				c.Store(tc.hash(i), storage.SeriesRef(i+1), ls, int64(i%2))
+			}
+			check("stored", func(int) bool { return true })
+			if got, want := c.Purge(1), (tc.n+1)/2; got != want {
+				t.Fatalf("Purge(1) = %d, want %d", got, want)
+			}
+			check("purged", func(i int) bool { return i%2 == 1 })
+			for i, ls := range sets {
+				if i%2 == 0 {
+					c.Store(tc.hash(i), storage.SeriesRef(i+1), ls, 2)
+				}
+			}
+			check("stored again", func(int) bool { return true })
+			if got := c.Len(); got != tc.n {
+				t.Fatalf("Len() = %d, want %d", got, tc.n)
+			}
+			if got := c.Purge(10); got != tc.n || c.table.Load().stripes[0].slots.Load() != nil {
+				t.Fatalf("Purge(10) = %d, want %d and an empty stripe", got, tc.n)
+			}
+			check("all purged", func(int) bool { return false })
+		})
+	}
+}

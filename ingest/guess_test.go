@@ -77,7 +77,8 @@ func TestAppenderGuessOrders(t *testing.T) {
 }
 
 // TestAppenderConcurrentGuesses runs appenders over one head and one cache
-// from several goroutines, in repeated and in shuffled orders, with purges,
+// from several goroutines, in repeated and in shuffled orders, half of them
+// resolving series with LookupBatch, with purges,
 // so that guesses are read and changed from all sides at once; run it with
 // -race. Every sample in the head must be one that an Append accepted for
 // that series, with its value. (Not every accepted sample is kept: a commit
@@ -106,11 +107,28 @@ func TestAppenderConcurrentGuesses(t *testing.T) {
 				}
 				ts := int64(round*writers+w) * 1000
 				a := NewAppender(context.Background(), head, cache, ts)
+				// Writers 2 and 3 resolve 70 series at a time with
+				// LookupBatch, the others one by one.
+				series := make([]SeriesLabels, len(order))
 				for i, ls := range order {
-					s := newPairSeries(ls)
-					h := mustHandle(a.Lookup(s))
+					series[i] = newPairSeries(ls)
+				}
+				hs := make([]Handle, len(order))
+				errs := make([]error, len(order))
+				for i, ls := range order {
+					if w >= 2 && i%70 == 0 {
+						end := min(i+70, len(order))
+						a.LookupBatch(series[i:end], hs[i:end], errs[i:end])
+					} else if w < 2 {
+						hs[i], errs[i] = a.Lookup(series[i])
+					}
+					if errs[i] != nil {
+						t.Errorf("lookup of %s: %v", ls, errs[i])
+						return
+					}
+					h := &hs[i]
 					v := float64(ts) + float64(i)
-					err := a.Append(&h, 0, ts, v, nil, nil, storage.AOptions{})
+					err := a.Append(h, 0, ts, v, nil, nil, storage.AOptions{})
 					switch {
 					case err == nil:
 						if !labels.Equal(h.Labels(), ls) {

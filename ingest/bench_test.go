@@ -14,27 +14,6 @@ import (
 	"github.com/ingestkit/ingestkit/internal/bytestr"
 )
 
-// requestPairs returns n series as a decoder yields them: (name, value)
-// byte slices into one request buffer.
-func requestPairs(n int) [][][2][]byte { return requestPairsOf(seriesSet(n)) }
-
-// requestPairsOf returns sets as a decoder yields them: (name, value) byte
-// slices into one request buffer, in the order of sets.
-func requestPairsOf(sets []labels.Labels) [][][2][]byte {
-	out := make([][][2][]byte, len(sets))
-	var buf []byte
-	for i, ls := range sets {
-		ls.Range(func(l labels.Label) {
-			start := len(buf)
-			buf = append(buf, l.Name...)
-			mid := len(buf)
-			buf = append(buf, l.Value...)
-			out[i] = append(out[i], [2][]byte{buf[start:mid:mid], buf[mid:len(buf):len(buf)]})
-		})
-	}
-	return out
-}
-
 // appendRequest is one request: each series' (name, value) pairs, in the
 // request's order, in one buffer as compact as a protobuf request's (a
 // count of pairs, then each string after a one-byte length), and the index

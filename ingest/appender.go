@@ -14,7 +14,9 @@ import (
 // SeriesLabels is a series as an appender needs it: the hash of its labels
 // (Prometheus's labels.Labels.Hash, computed once), a comparison with a
 // label set that builds nothing, its labels built on demand, and whether it
-// can be appended at all. [Series] implements it.
+// can be appended at all. [Series] implements it. An appender calls a
+// SeriesLabels from the goroutine that called it, during the call only, so
+// an implementation need not be safe for concurrent use.
 type SeriesLabels interface {
 	// Err returns why the series cannot be appended (its labels could not
 	// be decoded), or nil. Lookup refuses a series with an error, whatever
@@ -65,7 +67,8 @@ func (h *Handle) Hash() uint64 { return h.hash }
 // first appended, and the cache confirmed every label.
 func (h *Handle) Cached() bool { return h.entry != nil }
 
-// AppenderStats counts how an appender resolved series.
+// AppenderStats counts how an appender resolved series: a plain value, a
+// copy not updated afterwards, safe for concurrent use.
 type AppenderStats struct {
 	CacheHits   int // found in the cache
 	Guessed     int // of the hits, found as the guess of the series before (see Cache)

@@ -14,7 +14,9 @@ import (
 // Equaler is what the cache asks of a series to confirm a hit: whether its
 // labels are exactly ls. [Series], and labels.Builder of package
 // github.com/ingestkit/ingestkit/labels, answer it from the request's pairs
-// without building anything.
+// without building anything. The cache calls an Equaler from the goroutine
+// that looks the series up, during the lookup only, so an implementation
+// need not be safe for concurrent use.
 type Equaler interface {
 	Equal(ls labels.Labels) bool
 }
@@ -29,7 +31,8 @@ type Equaler interface {
 const DefaultCacheStripes = 256
 
 // CacheOptions are the settings of a [Cache]. The zero value means the
-// defaults.
+// defaults. It is a plain value, safe for concurrent use once built and not
+// modified afterwards.
 type CacheOptions struct {
 	// Stripes is the number of independently locked parts, rounded up to a
 	// power of two. Zero means [DefaultCacheStripes]. A cache per small
@@ -360,7 +363,8 @@ func (c *Cache) Reset() {
 	c.resets.Add(1)
 }
 
-// CacheStats describes a [Cache].
+// CacheStats describes a [Cache]: a plain value, a copy not updated
+// afterwards, safe for concurrent use.
 type CacheStats struct {
 	Len int // series in the cache
 	// Rebinds counts the times an appender gave the cache a storage other

@@ -11,7 +11,9 @@ import (
 )
 
 // Interner returns a canonical string for the bytes it is given; it must not
-// retain b, and the string it returns must not alias b.
+// retain b, and the string it returns must not alias b. A Set calls it from
+// the goroutine that adds to the Set; an Interner shared by several Sets
+// must be safe for concurrent use by multiple goroutines.
 type Interner interface {
 	Intern(b []byte) string
 }

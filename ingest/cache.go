@@ -22,12 +22,11 @@ type Equaler interface {
 }
 
 // DefaultCacheStripes is the stripe count of a [Cache] whose options leave
-// it zero; an empty cache then costs 16 KiB. In single BenchmarkAppend runs
-// (100k series, 2 cores) 8 to 256 stripes cost the same within noise, while
-// 16384 were about 1.5x slower (more, smaller maps cost more misses, when
-// each stripe was a Go map), so the default stays small; it was not chosen
-// by a -count 6 comparison. Lookups take no lock: stripes only spread the
-// stores and purges.
+// it zero; an empty cache then costs 16 KiB. Single BenchmarkAppend runs
+// found 8 to 256 stripes alike within noise and far more stripes slower
+// (more, smaller tables cost more misses), so the default stays small; it
+// was not chosen by a -count 6 comparison. Lookups take no lock: stripes
+// only spread the stores and purges.
 const DefaultCacheStripes = 256
 
 // CacheOptions are the settings of a [Cache]. The zero value means the

@@ -50,14 +50,14 @@ type Handle struct {
 }
 
 // Ref returns the series ref, zero for a series not yet appended.
-func (h *Handle) Ref() storage.SeriesRef { return h.ref }
+func (h Handle) Ref() storage.SeriesRef { return h.ref }
 
 // Labels returns the labels the series is appended with: the TSDB's own for a
 // series it holds.
-func (h *Handle) Labels() labels.Labels { return h.lset }
+func (h Handle) Labels() labels.Labels { return h.lset }
 
 // Hash returns the hash of the series' labels.
-func (h *Handle) Hash() uint64 { return h.hash }
+func (h Handle) Hash() uint64 { return h.hash }
 
 // Cached reports whether the series is in the [Cache]: found there by the
 // lookup that made h, or stored since by an append through h. A caller
@@ -65,7 +65,7 @@ func (h *Handle) Hash() uint64 { return h.hash }
 // Prometheus's write handler validates every series) can skip a series
 // whose handle is cached right after the lookup: it passed when it was
 // first appended, and the cache confirmed every label.
-func (h *Handle) Cached() bool { return h.entry != nil }
+func (h Handle) Cached() bool { return h.entry != nil }
 
 // AppenderStats counts how an appender resolved series: a plain value, a
 // copy not updated afterwards, safe for concurrent use.

@@ -355,6 +355,20 @@ func (a *AppenderV1) AppendSTZeroSample(h *Handle, t, st int64) error {
 	return err
 }
 
+// AppendHistogramSTZeroSample appends the zero sample of a histogram's
+// start timestamp, as
+// [storage.HistogramAppender.AppendHistogramSTZeroSample] does; it comes
+// before the histogram's [AppenderV1.AppendHistogram].
+func (a *AppenderV1) AppendHistogramSTZeroSample(h *Handle, t, st int64, hist *histogram.Histogram, fh *histogram.FloatHistogram) error {
+	ref, err := a.app.AppendHistogramSTZeroSample(h.ref, h.lset, t, st, hist, fh)
+	a.appended(h, ref)
+	return err
+}
+
+// SetOptions sets the options of the appends that follow, as
+// [storage.Appender.SetOptions] does.
+func (a *AppenderV1) SetOptions(opts *storage.AppendOptions) { a.app.SetOptions(opts) }
+
 // AppendExemplar appends one exemplar, as
 // [storage.ExemplarAppender.AppendExemplar] does.
 func (a *AppenderV1) AppendExemplar(h *Handle, e exemplar.Exemplar) error {

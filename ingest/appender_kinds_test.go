@@ -147,3 +147,89 @@ func TestAppenderKinds(t *testing.T) {
 }
 
 func fmtSample(ts int64, v float64) string { return fmt.Sprintf("%d=%g", ts, v) }
+
+// TestAppenderV1PassThrough sends through an AppenderV1 what
+// storage.Appender has beyond samples: the zero samples of float and
+// histogram start timestamps, and SetOptions, whose DiscardOutOfOrder makes
+// the head refuse an out-of-order sample that its out-of-order window would
+// otherwise take. It reads the samples back from the head.
+func TestAppenderV1PassThrough(t *testing.T) {
+	dir := t.TempDir()
+	opts := tsdb.DefaultOptions()
+	opts.EnableSTAsZeroSample = true
+	opts.OutOfOrderTimeWindow = 10_000
+	db, err := tsdb.Open(dir, nil, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	cache := NewCache(CacheOptions{})
+	floatLs := labels.FromStrings("__name__", "requests_total")
+	histLs := labels.FromStrings("__name__", "latency_seconds")
+	ih := &histogram.Histogram{Count: 3, Sum: 1.5, Schema: 0, PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{1, 1}}
+
+	a := NewAppenderV1(context.Background(), db, cache, 0)
+	hf := mustHandle(a.Lookup(newPairSeries(floatLs)))
+	if err := a.AppendSTZeroSample(&hf, 20_000, 15_000); err != nil {
+		t.Fatalf("AppendSTZeroSample: %v", err)
+	}
+	if err := a.Append(&hf, 20_000, 1); err != nil {
+		t.Fatalf("Append: %v", err)
+	}
+	hh := mustHandle(a.Lookup(newPairSeries(histLs)))
+	if err := a.AppendHistogramSTZeroSample(&hh, 20_000, 15_000, ih.Copy(), nil); err != nil {
+		t.Fatalf("AppendHistogramSTZeroSample: %v", err)
+	}
+	if err := a.AppendHistogram(&hh, 20_000, ih.Copy(), nil); err != nil {
+		t.Fatalf("AppendHistogram: %v", err)
+	}
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Out of order but inside the window: refused only with DiscardOutOfOrder.
+	a.Reset(context.Background(), db, 0)
+	a.SetOptions(&storage.AppendOptions{DiscardOutOfOrder: true})
+	hf = mustHandle(a.Lookup(newPairSeries(floatLs)))
+	if err := a.Append(&hf, 19_000, 2); !errors.Is(err, storage.ErrOutOfOrderSample) {
+		t.Fatalf("Append(out of order) with DiscardOutOfOrder = %v, want %v", err, storage.ErrOutOfOrderSample)
+	}
+	if err := a.Commit(); err != nil {
+		t.Fatal(err)
+	}
+
+	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	got := map[string][]string{}
+	ss := q.Select(context.Background(), true, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
+	var it chunkenc.Iterator
+	for ss.Next() {
+		s := ss.At()
+		name := s.Labels().Get("__name__")
+		it = s.Iterator(it)
+		for vt := it.Next(); vt != chunkenc.ValNone; vt = it.Next() {
+			switch vt {
+			case chunkenc.ValFloat:
+				ts, v := it.At()
+				got[name] = append(got[name], fmtSample(ts, v))
+			case chunkenc.ValHistogram:
+				ts, h := it.AtHistogram(nil)
+				got[name] = append(got[name], fmtSample(ts, h.Sum))
+			}
+		}
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][]string{
+		"requests_total":  {"15000=0", "20000=1"},
+		"latency_seconds": {"15000=0", "20000=1.5"},
+	} {
+		if fmt.Sprint(got[name]) != fmt.Sprint(want) {
+			t.Errorf("samples of %s = %v, want %v", name, got[name], want)
+		}
+	}
+}

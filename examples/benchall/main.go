@@ -72,6 +72,7 @@ type config struct {
 	out       string
 	raw       string
 	reuse     bool
+	mixed     bool
 	list      bool
 	requests  string
 }
@@ -86,6 +87,7 @@ func main() {
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "the file to write")
 	flag.StringVar(&c.raw, "raw", "", "directory to keep the raw go test outputs in (default: a temporary one, removed)")
 	flag.BoolVar(&c.reuse, "reuse", false, "with -raw: use the raw output a package already has there instead of running its benchmarks again")
+	flag.BoolVar(&c.mixed, "allow-mixed", false, "with -reuse: write the file even if its raw outputs come from different commits, and say under each table which commit it ran at (without it, benchall refuses)")
 	flag.BoolVar(&c.list, "list", false, "print the packages and benchmarks that would run, and exit")
 	flag.StringVar(&c.requests, "requests", "", "instead: replay this directory of captured requests (the receiver's -capture-dir) through Prometheus's handler and the receiver, check that both TSDBs end identical, and print the benchstat table")
 	flag.Parse()
@@ -147,14 +149,18 @@ func run(c config, log io.Writer) error {
 	load := loadAverage()
 	var md bytes.Buffer
 	cpu := ""
-	type section struct{ pkg, cmd, table string }
+	type section struct{ pkg, cmd, table, code string }
 	var sections []section
+	head, err := codeVersion()
+	if err != nil {
+		return err
+	}
 	for _, p := range pkgs {
 		// One table per benchmark function: their baselines differ (a
 		// package may compare with Prometheus in one and with Cortex in
 		// another), and benchstat compares each row with the first column.
 		var table strings.Builder
-		var cmds []string
+		var cmds, codes []string
 		for i, name := range p.benchmarks {
 			args := []string{"test", "-run", "^$", "-bench", "^" + name + "$", "-benchmem", "-count", strconv.Itoa(c.count), "-timeout", c.timeout}
 			if c.benchtime != "" {
@@ -176,11 +182,21 @@ func run(c config, log io.Writer) error {
 				if werr := os.WriteFile(rawFile, out, 0o644); werr != nil {
 					return werr
 				}
+				if werr := os.WriteFile(rawFile+".code", []byte(head+"\n"), 0o644); werr != nil {
+					return werr
+				}
 				if err != nil {
 					return fmt.Errorf("go test %s %s: %w\n%s", p.importPath, name, err, out)
 				}
 			} else {
 				fmt.Fprintf(log, "benchall: reusing %s\n", rawFile)
+			}
+			code := "unknown (a raw file without its .code)"
+			if b, err := os.ReadFile(rawFile + ".code"); err == nil {
+				code = strings.TrimSpace(string(b))
+			}
+			if !slices.Contains(codes, code) {
+				codes = append(codes, code)
 			}
 			if cpu == "" {
 				cpu = cpuFromOutput(out)
@@ -200,7 +216,15 @@ func run(c config, log io.Writer) error {
 			}
 			table.Write(t)
 		}
-		sections = append(sections, section{p.importPath, strings.Join(cmds, "\n"), table.String()})
+		sections = append(sections, section{p.importPath, strings.Join(cmds, "\n"), table.String(), strings.Join(codes, ", ")})
+	}
+	var codes []string
+	for _, s := range sections {
+		codes = append(codes, s.code)
+	}
+	codeLine, perSection, err := codeLines(codes, c.mixed)
+	if err != nil {
+		return err
 	}
 
 	goVersion, _ := output("go", "env", "GOVERSION")
@@ -213,6 +237,7 @@ func run(c config, log io.Writer) error {
 	fmt.Fprintf(&md, " -pkgs %s -modules '%s'`). Each table compares ingestkit (`impl=ingestkit`) with the code it replaces, on the same machine in the same run, as `%s -col /impl` prints it: ratios and p-values, not single timings. Each benchmark function ran in a `go test` process of its own.\n\n", c.pkgs, c.modules, "benchstat")
 	fmt.Fprintf(&md, "- Date: %s\n", start.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&md, "- Machine: %s, %d logical CPUs, %s/%s; load average at the start: %s\n", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, load)
+	fmt.Fprintf(&md, "- Code: %s\n", codeLine)
 	fmt.Fprintf(&md, "- Go: %s\n", strings.TrimSpace(goVersion))
 	fmt.Fprintf(&md, "- Prometheus: github.com/prometheus/prometheus %s\n", strings.TrimSpace(promVersion))
 	for _, m := range modules {
@@ -233,6 +258,9 @@ func run(c config, log io.Writer) error {
 	fmt.Fprintf(&md, "- Duration: %s\n", time.Since(start).Round(time.Second))
 	for _, s := range sections {
 		fmt.Fprintf(&md, "\n## %s\n\n```sh\n%s\n```\n\n```text\n%s```\n", s.pkg, s.cmd, s.table)
+		if perSection {
+			fmt.Fprintf(&md, "\nRan at %s.\n", s.code)
+		}
 	}
 	if err := os.WriteFile(c.out, md.Bytes(), 0o644); err != nil {
 		return err
@@ -343,6 +371,45 @@ func loadAverage() string {
 	return strings.Join(f[:3], " ")
 }
 
+// codeVersion returns the commit the working tree is at, marked dirty if
+// it has changes git tracks or untracked files it does not ignore.
+func codeVersion() (string, error) {
+	rev, err := output("git", "rev-parse", "--short=12", "HEAD")
+	if err != nil {
+		return "", err
+	}
+	v := "commit " + strings.TrimSpace(rev)
+	if st, err := output("git", "status", "--porcelain"); err == nil && strings.TrimSpace(st) != "" {
+		v += " with uncommitted changes"
+	}
+	return v, nil
+}
+
+// codeLines returns the header's Code line for the code versions that the
+// tables ran at, one per table, and whether each table must say its own.
+// A file mixing versions is refused unless mixed is set: BENCHMARKS.md
+// comes from one run at one commit.
+func codeLines(codes []string, mixed bool) (header string, perSection bool, err error) {
+	var distinct []string
+	for _, c := range codes {
+		for v := range strings.SplitSeq(c, ", ") {
+			if !slices.Contains(distinct, v) {
+				distinct = append(distinct, v)
+			}
+		}
+	}
+	switch {
+	case len(distinct) == 0:
+		return "none", false, nil
+	case len(distinct) == 1:
+		return "every table at " + distinct[0], false, nil
+	case !mixed:
+		return "", false, fmt.Errorf("the raw outputs come from %d versions of the code (%s): run again without -reuse, or pass -allow-mixed to write a file that says under each table which it ran at", len(distinct), strings.Join(distinct, "; "))
+	}
+	return "mixed, from " + strings.Join(distinct, "; ") + " (each table says which)", true, nil
+}
+
+// output runs name with args and returns its standard output.
 func output(name string, args ...string) (string, error) {
 	out, err := exec.Command(name, args...).Output()
 	if err != nil {

@@ -174,3 +174,26 @@ func TestRunReplayNotADirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestCodeLines checks that a file whose tables ran at different commits
+// is refused unless -allow-mixed, which then has each table say its own.
+func TestCodeLines(t *testing.T) {
+	for _, c := range []struct {
+		codes      []string
+		mixed      bool
+		wantErr    bool
+		wantPer    bool
+		wantHeader string
+	}{
+		{nil, false, false, false, "none"},
+		{[]string{"commit a", "commit a"}, false, false, false, "every table at commit a"},
+		{[]string{"commit a", "commit b"}, false, true, false, ""},
+		{[]string{"commit a, commit b"}, false, true, false, ""}, // one table, two functions
+		{[]string{"commit a", "commit b"}, true, false, true, "mixed, from commit a; commit b (each table says which)"},
+	} {
+		header, per, err := codeLines(c.codes, c.mixed)
+		if (err != nil) != c.wantErr || per != c.wantPer || header != c.wantHeader {
+			t.Errorf("codeLines(%q, %v) = %q, %v, %v; want %q, %v, error %v", c.codes, c.mixed, header, per, err, c.wantHeader, c.wantPer, c.wantErr)
+		}
+	}
+}

@@ -121,6 +121,40 @@ func BenchmarkAddExemplar(b *testing.B) {
 	}
 }
 
+// BenchmarkAddExemplarSteady adds exemplars to a ring that has been full
+// for a while, the steady state of a long-lived ingester: before the
+// timing, each impl takes three times its capacity, so that every slot and
+// every series' entry has been written and the ring evicts on every add.
+// An op is one add, in order, to the next of cap/100 series in turn.
+// BenchmarkAddExemplar's rows are the fresh-ring case, with its first
+// touches of memory.
+func BenchmarkAddExemplarSteady(b *testing.B) {
+	for _, capacity := range []int64{10000, 100000} {
+		series, hashes := benchSeries(int(capacity))
+		for _, impl := range benchImpls {
+			b.Run(fmt.Sprintf("cap=%d/impl=%s", capacity, impl.name), func(b *testing.B) {
+				es := impl.new(capacity, 0)
+				var ts int64
+				add := func() {
+					i := int(ts % int64(len(series)))
+					e := exemplar.Exemplar{Value: float64(ts), Ts: ts, Labels: benchExemplarLabels}
+					if err := es.add(hashes[i], series[i], e); err != nil {
+						b.Fatal(err)
+					}
+					ts++
+				}
+				for range 3 * capacity {
+					add()
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					add()
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkAddExemplarOutOfOrder adds exemplars out of order to a full
 // ring of 5,000 with an out-of-order window that takes them all; an op is
 // one add.

@@ -24,7 +24,7 @@ func TestCollector(t *testing.T) {
 	_, _ = rr.ReadRange(ctx, "x", 0, 501)  // refused
 	_, _ = rr.ReadRange(ctx, "x", 990, 20) // short
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(rr, "store"))
+	reg.MustRegister(NewCollector(rr, CollectorOptions{Namespace: "store"}))
 	want := `
 # HELP store_postings_range_failed_total Requests that failed: source errors, short reads, cancellations.
 # TYPE store_postings_range_failed_total counter
@@ -48,4 +48,45 @@ store_postings_range_requests_total 3
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestCollectorConstLabels registers the collectors of two RangeReaders in
+// one registry, set apart by a constant label, and checks that each
+// reports its own reader's counts.
+func TestCollectorConstLabels(t *testing.T) {
+	ctx := context.Background()
+	src := ReaderAtSource(bytes.NewReader(make([]byte, 1000)))
+	a := NewRangeReader(src, RangeOptions{})
+	b := NewRangeReader(src, RangeOptions{})
+	for range 2 {
+		if _, err := a.ReadRange(ctx, "x", 0, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.ReadRange(ctx, "x", 0, 10); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(
+		NewCollector(a, CollectorOptions{ConstLabels: prometheus.Labels{"bucket": "a"}}),
+		NewCollector(b, CollectorOptions{ConstLabels: prometheus.Labels{"bucket": "b"}}),
+	)
+	want := `
+# HELP postings_range_range_bytes_total Bytes of the ranges asked for.
+# TYPE postings_range_range_bytes_total counter
+postings_range_range_bytes_total{bucket="a"} 200
+postings_range_range_bytes_total{bucket="b"} 10
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "postings_range_range_bytes_total"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestNewCollectorNil(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.HasPrefix(r.(string), "postings: ") {
+			t.Errorf("NewCollector(nil) panicked with %v, want a postings: message", r)
+		}
+	}()
+	NewCollector(nil, CollectorOptions{})
 }

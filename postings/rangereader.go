@@ -37,7 +37,9 @@ const (
 )
 
 // RangeOptions configures a [RangeReader]. The zero value means the
-// defaults. It is a plain value: [NewRangeReader] copies it.
+// defaults. [NewRangeReader] copies it and keeps no reference. A
+// RangeOptions is a plain value, not safe for concurrent use: goroutines
+// may read one together, but not while another writes it.
 type RangeOptions struct {
 	// MaxRangeSize is the longest range read, and the longest request made
 	// when merging ranges. Longer ranges fail with [ErrRangeTooLarge] before
@@ -66,7 +68,8 @@ type RangeOptions struct {
 }
 
 // Range is a byte range of an object: Len bytes from Off. It is a plain
-// value, safe to share once built.
+// value, safe for concurrent use by multiple goroutines once built and not
+// modified afterwards.
 type Range struct {
 	Off, Len int64
 }
@@ -83,7 +86,9 @@ type Buffer struct {
 var _ = (*Buffer)((*bufpool.Buffer)(nil))
 
 // Stats are the counters of a [RangeReader] since it was created, as
-// [RangeReader.Stats] copies them: a plain value, not updated afterwards.
+// [RangeReader.Stats] copies them: a plain value, not updated afterwards,
+// and not safe for concurrent use: goroutines may read one together, but
+// not while another writes it.
 type Stats struct {
 	Requests   uint64 // GetRange calls made to the source
 	Bytes      uint64 // bytes read from the source, merge gaps included

@@ -35,7 +35,7 @@ const defaultCaptureMax = 100
 
 // captureFlags registers the -capture-* flags into c.
 func captureFlags(fs *flag.FlagSet, c *captureConfig) {
-	fs.StringVar(&c.dir, "capture-dir", "", "write the first -capture-max remote-write requests received, body and headers, into this directory as testdata/remote-write holds them (rw1-0001.snappy and rw1-0001.headers, ...), for go run ./examples/benchall -requests DIR")
+	fs.StringVar(&c.dir, "capture-dir", "", "write the first -capture-max remote-write requests received, body and headers, into this directory as testdata/remote-write holds them (rw1-0001.snappy and rw1-0001.headers, ...), for go run ./internal/cmd/benchall -requests DIR")
 	fs.IntVar(&c.max, "capture-max", defaultCaptureMax, "with -capture-dir: how many requests to capture, counting those the directory already holds")
 }
 

@@ -43,7 +43,7 @@
 // set the TSDB's retention and out-of-order window.
 //
 // With -capture-dir it writes the first requests it receives, as
-// testdata/remote-write holds them, and go run ./examples/benchall
+// testdata/remote-write holds them, and go run ./internal/cmd/benchall
 // -requests DIR replays them through Prometheus's handler and the
 // receiver (BenchmarkReplay), after checking that both end with identical
 // TSDBs: what ingestkit would buy on the user's own traffic.

@@ -26,7 +26,7 @@ import (
 )
 
 // replayDirEnv names the capture directory (see -capture-dir) that
-// BenchmarkReplay replays; go run ./examples/benchall -requests DIR sets
+// BenchmarkReplay replays; go run ./internal/cmd/benchall -requests DIR sets
 // it. Unset, it replays testdata/remote-write.
 const replayDirEnv = "INGESTKIT_REPLAY_DIR"
 
@@ -197,7 +197,7 @@ func (r *request) timestamps(f func(t *int64, exemplar bool)) {
 // stopped. Besides per op, it reports time, bytes and allocations per
 // request and per sample (float or histogram) of the traffic.
 //
-// go run ./examples/benchall -requests DIR runs it and prints the
+// go run ./internal/cmd/benchall -requests DIR runs it and prints the
 // benchstat table.
 func BenchmarkReplay(b *testing.B) {
 	dir := replayDir(b)

@@ -14,7 +14,7 @@
 //
 // Run it from the repository on a quiet machine; it takes a while:
 //
-//	go run ./examples/benchall
+//	go run ./internal/cmd/benchall
 //
 // It finds the benchmarks itself: every package of the module (go list
 // ./...) whose _test.go files hold a Benchmark function that names
@@ -26,8 +26,8 @@
 // run in the module's directory. Flags select fewer packages or runs, for
 // a quick check:
 //
-//	go run ./examples/benchall -list
-//	go run ./examples/benchall -pkgs ./labels -modules '' -count 1 -benchtime 100x -out /tmp/BENCHMARKS.md
+//	go run ./internal/cmd/benchall -list
+//	go run ./internal/cmd/benchall -pkgs ./labels -modules '' -count 1 -benchtime 100x -out /tmp/BENCHMARKS.md
 //
 // With -requests DIR it answers "what would ingestkit buy on my traffic?"
 // instead: DIR holds requests that the receiver captured
@@ -38,7 +38,7 @@
 // allocations per op, per request and per sample) goes to standard
 // output, and BENCHMARKS.md is not written:
 //
-//	go run ./examples/benchall -requests /tmp/capture
+//	go run ./internal/cmd/benchall -requests /tmp/capture
 package main
 
 import (
@@ -230,7 +230,7 @@ func run(c config, log io.Writer) error {
 	goVersion, _ := output("go", "env", "GOVERSION")
 	promVersion, _ := output("go", "list", "-m", "-f", "{{.Version}}", "github.com/prometheus/prometheus")
 	fmt.Fprintf(&md, "# Benchmarks\n\n")
-	fmt.Fprintf(&md, "Written by `go run ./examples/benchall` (flags: `-count %d", c.count)
+	fmt.Fprintf(&md, "Written by `go run ./internal/cmd/benchall` (flags: `-count %d", c.count)
 	if c.benchtime != "" {
 		fmt.Fprintf(&md, " -benchtime %s", c.benchtime)
 	}

@@ -26,16 +26,17 @@ type pair struct {
 }
 
 // Set holds the (name, value) pairs of one series and hashes them as they
-// arrive: the implementation behind labels.Builder and the decoders of
+// arrive: the implementation behind labels.HashedBuilder and the decoders of
 // package ingest, which document it for their users.
 //
-// Pairs normally arrive sorted by name and are hashed once, as they are
-// added. If one arrives out of order, the Set sorts the pairs (by name, then
-// value, so that repeated names, which are invalid, still give one result
-// whatever their arrival order) and hashes them again on the next call that
-// needs the hash. The tenant hash is also kept in arrival order, which is
-// what Thanos routes by ([Set.ArrivalTenantHash]). Empty values and repeated names are kept, as
-// labels.ScratchBuilder keeps them; validating them is the appender's job.
+// Pairs normally arrive sorted by name and are hashed once, as they are added.
+// If one arrives out of order, the Set sorts the pairs (by name, then value,
+// so that repeated names, which are invalid, still give one result whatever
+// their arrival order) and hashes them again on the next call that needs the
+// hash. The tenant hash is also kept in arrival order, which is what Thanos
+// routes by ([Set.ArrivalTenantHash]). Empty values and repeated names are
+// kept, as labels.ScratchBuilder keeps them; validating them is the appender's
+// job.
 //
 // The zero value is ready to use; reuse one with Reset. A Set is not safe for
 // concurrent use by multiple goroutines.

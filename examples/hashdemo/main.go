@@ -141,7 +141,7 @@ func run(w io.Writer) (err error) {
 		}
 		lset := sb.Labels()
 		if got := lset.Hash(); got != h || !b.Equal(lset) {
-			return fmt.Errorf("series %d: Builder.Hash() = %016x, want %016x (%s)", i, h, got, lset)
+			return fmt.Errorf("series %d: HashedBuilder.Hash() = %016x, want %016x (%s)", i, h, got, lset)
 		}
 		if i == 0 {
 			example = iklabels.FromLabels(lset)

@@ -140,15 +140,19 @@ func (b *HashedBuilder) Range(f func(name, value string)) { b.s.Range(f) }
 // labels, so nothing keeps a HashedBuilder from being looked up and
 // appended. It is there for the SeriesLabels interface of package
 // github.com/ingestkit/ingestkit/ingest, whose own decoder's series report
-// references a 2.0 request cannot resolve. Pairs out of order are not an
-// error: Prometheus's remote-write 1.0 decoding (prompb's TimeSeries.ToLabels)
-// sorts them too and never fails. What Prometheus's remote-write handler
-// refuses, a set without a metric name, with a name or value that is not
-// valid UTF-8 ([labels.Labels.IsValid]) or with a repeated name
+// the references of a 2.0 request that do not resolve.
+//
+// Pairs out of order are not an error: Prometheus's remote-write 1.0
+// decoding (prompb's TimeSeries.ToLabels) sorts them too and never fails.
+// What Prometheus's remote-write handler refuses, a set without a metric
+// name, with a name or value that is not valid UTF-8
+// ([labels.Labels.IsValid]) or with a repeated name
 // ([labels.Labels.HasDuplicateLabelNames]), it refuses by validating the
-// built labels (a 1.0 series is skipped, a 2.0 one answered with 400), and
-// so does a caller of the appender, for a series whose handle is not
-// cached; the TSDB head itself refuses repeated names.
+// labels it built, after decoding: a 1.0 series is skipped while the
+// request still succeeds, a 2.0 one makes the request's answer a 400 once
+// the rest is written, and both count their samples in
+// prometheus_api_remote_write_invalid_labels_samples_total. A caller of the appender validates likewise, for a series
+// whose handle is not cached; the TSDB head itself refuses repeated names.
 func (b *HashedBuilder) Err() error { return nil }
 
 // Labels builds the label set of the pairs, sorted by name. Bytes given to

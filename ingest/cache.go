@@ -12,7 +12,7 @@ import (
 )
 
 // Equaler is what the cache asks of a series to confirm a hit: whether its
-// labels are exactly ls. [Series], and labels.Builder of package
+// labels are exactly ls. [Series], and labels.HashedBuilder of package
 // github.com/ingestkit/ingestkit/labels, answer it from the request's pairs
 // without building anything. The cache calls an Equaler from the goroutine
 // that looks the series up, during the lookup only, so an implementation

@@ -18,15 +18,6 @@ import (
 	"github.com/ingestkit/ingestkit/internal/labelset"
 )
 
-// Interner returns a canonical string for the bytes it is given. It must not
-// retain b, and the string it returns must not alias b. The interners of
-// package github.com/ingestkit/ingestkit/labels satisfy it. An Interner used
-// by one Decoder is called from that Decoder's goroutine only; one shared by
-// several Decoders must be safe for concurrent use by multiple goroutines.
-type Interner interface {
-	Intern(b []byte) string
-}
-
 // Decoder walks an uncompressed remote-write request, a 1.0
 // prometheus.WriteRequest or a 2.0 io.prometheus.write.v2.Request, and yields
 // its time series one at a time, without copying: label names and values,
@@ -92,7 +83,15 @@ type Decoder struct {
 // label set into one string and the dedupelabels build keeps strings in its
 // [labels.SymbolTable], so there the interner is not used. A nil in means no
 // interner.
-func (d *Decoder) SetInterner(in Interner) {
+//
+// The method set of in is that of the Interner of package
+// github.com/ingestkit/ingestkit/labels, spelled out here so that this
+// package need not import that one, and its interners (Table, Unique, Go4)
+// satisfy it: in.Intern(b) returns a canonical string for b, does not retain
+// b, and returns a string that does not alias b. An interner used by one Decoder is called from that Decoder's
+// goroutine only; one shared by several Decoders must be safe for concurrent
+// use by multiple goroutines.
+func (d *Decoder) SetInterner(in interface{ Intern(b []byte) string }) {
 	d.s.set.SetInterner(in)
 	d.s.exSet.SetInterner(in)
 }
@@ -625,11 +624,13 @@ func (s *Series) Metadata() (m metadata.Metadata, ok bool) {
 // storage.AppendV2Options' Metadata (the TSDB head does until the commit),
 // so a caller that attaches the metadata to its appends uses this. The
 // interner is the caller's choice, and need not be the Decoder's: help
-// strings may change while a series' labels do not.
+// strings may change while a series' labels do not. in is an interner as for
+// [Decoder.SetInterner], such as the Table of package
+// github.com/ingestkit/ingestkit/labels.
 //
 // OwnedMetadata makes no allocation when in holds both strings already,
 // nor for empty ones; with a nil in it makes one per non-empty string.
-func (s *Series) OwnedMetadata(in Interner) (m metadata.Metadata, ok bool) {
+func (s *Series) OwnedMetadata(in interface{ Intern(b []byte) string }) (m metadata.Metadata, ok bool) {
 	if !s.v2 || s.bad != nil {
 		return metadata.Metadata{}, false
 	}
@@ -641,7 +642,7 @@ func (s *Series) OwnedMetadata(in Interner) (m metadata.Metadata, ok bool) {
 }
 
 // own returns b as a string that does not alias it, from in if not nil.
-func own(in Interner, b []byte) string {
+func own(in interface{ Intern(b []byte) string }, b []byte) string {
 	switch {
 	case len(b) == 0:
 		return ""

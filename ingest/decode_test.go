@@ -299,7 +299,7 @@ func TestSeriesOwnedMetadata(t *testing.T) {
 	req := &writev2.Request{Symbols: st.Symbols(), Timeseries: []writev2.TimeSeries{ts, noMeta}}
 	for _, tc := range []struct {
 		name string
-		in   Interner
+		in   interface{ Intern(b []byte) string }
 	}{
 		{"interner=none", nil},
 		{"interner=map", &decMapInterner{m: map[string]string{}}},

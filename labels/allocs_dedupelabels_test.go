@@ -2,6 +2,6 @@
 
 package labels
 
-// labelsAllocs is what Builder.Labels allocates once its symbol table knows
-// every string: the encoded symbol numbers.
+// labelsAllocs is what HashedBuilder.Labels allocates once its symbol table
+// knows every string: the encoded symbol numbers.
 const labelsAllocs = 1

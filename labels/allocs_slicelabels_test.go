@@ -2,6 +2,6 @@
 
 package labels
 
-// labelsAllocs is what Builder.Labels allocates without an interner: the
+// labelsAllocs is what HashedBuilder.Labels allocates without an interner: the
 // []Label and one string holding every copied byte.
 const labelsAllocs = 2

@@ -2,5 +2,5 @@
 
 package labels
 
-// labelsAllocs is what Builder.Labels allocates: the label data string.
+// labelsAllocs is what HashedBuilder.Labels allocates: the label data string.
 const labelsAllocs = 1

@@ -19,7 +19,7 @@ import (
 //     the floor for a caller that has a labels.Labels;
 //   - impl=prometheus-decode: what a Prometheus decoder does to get there,
 //     ScratchBuilder.Add of the pairs, Labels(), Hash();
-//   - impl=ingestkit: Builder.Add of the pairs and Builder.Hash, which builds
+//   - impl=ingestkit: HashedBuilder.Add of the pairs and HashedBuilder.Hash, which builds
 //     nothing.
 func BenchmarkHash(b *testing.B) {
 	for _, n := range []int{1, 10, 30} {
@@ -56,7 +56,7 @@ func BenchmarkHash(b *testing.B) {
 		b.Run(fmt.Sprintf("labels=%d/impl=ingestkit", n), func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(size)
-			var bld Builder
+			var bld HashedBuilder
 			var sink uint64
 			for b.Loop() {
 				bld.Reset()

@@ -66,7 +66,7 @@ func pairsOf(ls labels.Labels) []strPair {
 // checkBuilder adds the pairs of ls to b in the given order, from byte slices
 // that it scribbles over afterwards, and checks every result against
 // Prometheus.
-func checkBuilder(t *testing.T, b *Builder, ls labels.Labels, order []int, fromBytes bool) {
+func checkBuilder(t *testing.T, b *HashedBuilder, ls labels.Labels, order []int, fromBytes bool) {
 	t.Helper()
 	ps := pairsOf(ls)
 	var bufs [][]byte
@@ -81,28 +81,35 @@ func checkBuilder(t *testing.T, b *Builder, ls labels.Labels, order []int, fromB
 		}
 	}
 	if got, want := b.Len(), len(ps); got != want {
-		t.Fatalf("Builder.Len() = %d, want %d", got, want)
+		t.Fatalf("HashedBuilder.Len() = %d, want %d", got, want)
 	}
 	if got, want := b.Hash(), ls.Hash(); got != want {
-		t.Fatalf("Builder.Hash() = %#x, want Labels.Hash() = %#x for %s", got, want, ls)
+		t.Fatalf("HashedBuilder.Hash() = %#x, want Labels.Hash() = %#x for %s", got, want, ls)
 	}
 	if got, want := b.TenantHash(), thanosTenantHash("tenant-a", ls); got != want {
-		t.Fatalf("Builder.TenantHash() = %#x, want %#x", got, want)
+		t.Fatalf("HashedBuilder.TenantHash() = %#x, want %#x", got, want)
 	}
 	if !b.Equal(ls) {
-		t.Fatalf("Builder.Equal(%s) = false, want true", ls)
+		t.Fatalf("HashedBuilder.Equal(%s) = false, want true", ls)
 	}
-	h := b.Labels()
+	if err := b.Err(); err != nil {
+		t.Fatalf("HashedBuilder.Err() = %v, want nil", err)
+	}
+	built := b.Labels()
+	h := b.Hashed()
 	for _, buf := range bufs {
 		for i := range buf {
 			buf[i] = 0xaa // the request buffer is reused
 		}
 	}
+	if !labels.Equal(built, ls) {
+		t.Fatalf("HashedBuilder.Labels() = %s, want %s", built, ls)
+	}
 	if !labels.Equal(h.Labels(), ls) {
-		t.Fatalf("Builder.Labels().Labels() = %s, want %s", h.Labels(), ls)
+		t.Fatalf("HashedBuilder.Hashed().Labels() = %s, want %s", h.Labels(), ls)
 	}
 	if got, want := h.Hash(), ls.Hash(); got != want {
-		t.Fatalf("Builder.Labels().Hash() = %#x, want %#x", got, want)
+		t.Fatalf("HashedBuilder.Hashed().Hash() = %#x, want %#x", got, want)
 	}
 	if got, want := h.Labels().Hash(), h.Hash(); got != want {
 		t.Fatalf("Hashed.Labels().Hash() = %#x, want Hashed.Hash() = %#x", got, want)
@@ -111,7 +118,7 @@ func checkBuilder(t *testing.T, b *Builder, ls labels.Labels, order []int, fromB
 
 func TestBuilderDifferential(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	var b Builder
+	var b HashedBuilder
 	var tab Table
 	for i := range 3000 {
 		ls := randomLabels(r)
@@ -135,7 +142,7 @@ func TestBuilderDifferential(t *testing.T) {
 }
 
 func TestBuilderBoundaries(t *testing.T) {
-	var b Builder
+	var b HashedBuilder
 	for _, n := range append(boundaryLens, 10<<20) {
 		v := strings.Repeat("\xffv", n/2+1)[:n]
 		ls := labels.FromStrings("__name__", "m", "big", v, "zzz", "")
@@ -163,12 +170,12 @@ func TestBuilderEqualMismatch(t *testing.T) {
 		{"value moved", []string{"__name__", "upjob", "", "api"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var b Builder
+			var b HashedBuilder
 			for i := 0; i < len(tc.pairs); i += 2 {
 				b.Add([]byte(tc.pairs[i]), []byte(tc.pairs[i+1]))
 			}
 			if b.Equal(base) {
-				t.Fatalf("Builder%q.Equal(%s) = true, want false", tc.pairs, base)
+				t.Fatalf("HashedBuilder%q.Equal(%s) = true, want false", tc.pairs, base)
 			}
 		})
 	}
@@ -176,16 +183,16 @@ func TestBuilderEqualMismatch(t *testing.T) {
 
 func TestBuilderDuplicateNames(t *testing.T) {
 	// Invalid but possible input: both orders must give one result, that of
-	// the labels the Builder builds.
-	var b1, b2 Builder
+	// the labels the HashedBuilder builds.
+	var b1, b2 HashedBuilder
 	b1.AddString("a", "2")
 	b1.AddString("a", "1")
 	b2.AddString("a", "1")
 	b2.AddString("a", "2")
 	if b1.Hash() != b2.Hash() {
-		t.Fatalf("Builder.Hash() depends on the order of repeated names: %#x != %#x", b1.Hash(), b2.Hash())
+		t.Fatalf("HashedBuilder.Hash() depends on the order of repeated names: %#x != %#x", b1.Hash(), b2.Hash())
 	}
-	h := b1.Labels()
+	h := b1.Hashed()
 	if got, want := h.Hash(), h.Labels().Hash(); got != want {
 		t.Fatalf("Hashed.Hash() = %#x, want Labels().Hash() = %#x", got, want)
 	}
@@ -197,19 +204,19 @@ func TestBuilderTenantHashWithoutTenantPanics(t *testing.T) {
 			t.Fatalf("TenantHash without ResetTenant: recover() = %v, want a labels: panic", r)
 		}
 	}()
-	var b Builder
+	var b HashedBuilder
 	b.TenantHash()
 }
 
 func TestBuilderResetDropsTenant(t *testing.T) {
 	ls := labels.FromStrings("__name__", "up")
-	var b Builder
+	var b HashedBuilder
 	b.ResetTenant("x")
 	b.AddString("__name__", "down")
 	b.Reset()
 	b.AddString("__name__", "up")
 	if got, want := b.Hash(), ls.Hash(); got != want {
-		t.Fatalf("Builder.Hash() after Reset = %#x, want %#x", got, want)
+		t.Fatalf("HashedBuilder.Hash() after Reset = %#x, want %#x", got, want)
 	}
 }
 
@@ -228,7 +235,7 @@ func TestBuilderAllocs(t *testing.T) {
 		t.Skip("the purego build copies every borrowed string")
 	}
 	names, values := typicalPairs(10)
-	var b Builder
+	var b HashedBuilder
 	fill := func() {
 		b.Reset()
 		for i := range names {
@@ -236,7 +243,7 @@ func TestBuilderAllocs(t *testing.T) {
 		}
 	}
 	fill()
-	ls := b.Labels().Labels()
+	ls := b.Labels()
 	for _, tc := range []struct {
 		name string
 		want float64
@@ -260,6 +267,7 @@ func TestBuilderAllocs(t *testing.T) {
 		}},
 		{"Equal", 0, func() { _ = b.Equal(ls) }},
 		{"Labels", labelsAllocs, func() { fill(); _ = b.Labels() }},
+		{"Hashed", labelsAllocs, func() { fill(); _ = b.Hashed() }},
 		{"FromLabels", 0, func() { _ = FromLabels(ls) }},
 	} {
 		if got := testing.AllocsPerRun(200, tc.f); got != tc.want {
@@ -268,11 +276,11 @@ func TestBuilderAllocs(t *testing.T) {
 	}
 }
 
-// TestBuilderThanosHash checks Builder.ThanosHash, the hash of the pairs in
-// the order they were added (Thanos's labelpb.HashWithPrefix), against the
-// bytes Thanos hashes, and Builder.TenantHash, of the sorted pairs, on the
-// same Builder, whatever order the calls come in and when pairs are added
-// after a hash was taken.
+// TestBuilderThanosHash checks HashedBuilder.ThanosHash, the hash of the pairs
+// in the order they were added (Thanos's labelpb.HashWithPrefix), against the
+// bytes Thanos hashes, and HashedBuilder.TenantHash, of the sorted pairs, on
+// the same HashedBuilder, whatever order the calls come in and when pairs are
+// added after a hash was taken.
 func TestBuilderThanosHash(t *testing.T) {
 	build := func(sorted bool, kv ...string) labels.Labels {
 		sb := labels.NewScratchBuilder(len(kv) / 2)
@@ -299,7 +307,7 @@ func TestBuilderThanosHash(t *testing.T) {
 		{"sorted then unsorted", []string{"a", "1", "b", "2"}, []string{"a", "0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var b Builder
+			var b HashedBuilder
 			b.ResetTenant("team-a")
 			check := func(kv []string) {
 				t.Helper()
@@ -339,7 +347,7 @@ func TestBuilderThanosHash(t *testing.T) {
 				t.Fatalf("ThanosHash without ResetTenant did not panic")
 			}
 		}()
-		var b Builder
+		var b HashedBuilder
 		b.ThanosHash()
 	}()
 }

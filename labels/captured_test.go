@@ -17,9 +17,9 @@ import (
 const capturedTenant = "tenant-1"
 
 // capturedSet is one label set of a captured request: the pairs as a decoder
-// would hand them to a Builder, in wire order, as slices of a buffer that the
-// test overwrites afterwards, and the labels Prometheus's own conversion
-// makes of them.
+// would hand them to a HashedBuilder, in wire order, as slices of a buffer
+// that the test overwrites afterwards, and the labels Prometheus's own
+// conversion makes of them.
 type capturedSet struct {
 	what  string // "series 12" or "series 12 exemplar 0"
 	pairs []capturedPair
@@ -52,8 +52,8 @@ func (r *capturedRequest) bytes(sp capturedSpan) []byte {
 }
 
 // capturedV1 decodes a remote-write 1.0 body with Prometheus's prompb and
-// copies every name and value into one buffer, so that the test owns the
-// bytes the Builder borrows, like a decoder that aliases its request buffer.
+// copies every name and value into one buffer, so that the test owns the bytes
+// the HashedBuilder borrows, like a decoder that aliases its request buffer.
 func capturedV1(tb testing.TB, path string) *capturedRequest {
 	tb.Helper()
 	req := rwtest.DecodeV1(tb, path)
@@ -150,7 +150,7 @@ func capturedTenantOracle(tenant string, ls labels.Labels) uint64 {
 }
 
 // TestBuilderCaptured feeds every label set of the real remote-write requests
-// in testdata (series and exemplars, both protocol versions) to a Builder
+// in testdata (series and exemplars, both protocol versions) to a HashedBuilder
 // from byte slices, as a decoder would, and compares the result with the
 // labels Prometheus's own prompb and writev2 conversions make: hash, Equal,
 // the built labels, and the tenant hash against an independent oracle. It
@@ -168,8 +168,9 @@ func TestBuilderCaptured(t *testing.T) {
 	for _, p := range rwtest.Files(t, 2) {
 		files = append(files, file{p, capturedV2})
 	}
-	// Modes feed each set to a Builder in a different way. "reversed" makes
-	// the Builder sort the pairs itself; the requests' pairs come sorted.
+	// Modes feed each set to a HashedBuilder in a different way. "reversed"
+	// makes the HashedBuilder sort the pairs itself; the requests' pairs come
+	// sorted.
 	modes := []struct {
 		name     string
 		tenant   bool
@@ -186,7 +187,7 @@ func TestBuilderCaptured(t *testing.T) {
 			if len(r.sets) == 0 {
 				t.Fatalf("no label sets in %s", f.path)
 			}
-			builders := make([]Builder, len(modes))
+			builders := make([]HashedBuilder, len(modes))
 			// built[m][i] is what mode m built of set i; all are checked
 			// again after the borrowed bytes are overwritten.
 			built := make([][]Hashed, len(modes))
@@ -208,33 +209,36 @@ func TestBuilderCaptured(t *testing.T) {
 						b.Add(p.name, p.value)
 					}
 					if got, want := b.Len(), set.want.Len(); got != want {
-						t.Errorf("%s %s: Builder.Len() = %d, want %d", set.what, mode.name, got, want)
+						t.Errorf("%s %s: HashedBuilder.Len() = %d, want %d", set.what, mode.name, got, want)
 					}
 					if got := b.Hash(); got != wantHash {
-						t.Errorf("%s %s: Builder.Hash() = %#x, want %#x (%s)", set.what, mode.name, got, wantHash, set.want)
+						t.Errorf("%s %s: HashedBuilder.Hash() = %#x, want %#x (%s)", set.what, mode.name, got, wantHash, set.want)
 					}
 					if !b.Equal(set.want) {
-						t.Errorf("%s %s: Builder.Equal(%s) = false, want true", set.what, mode.name, set.want)
+						t.Errorf("%s %s: HashedBuilder.Equal(%s) = false, want true", set.what, mode.name, set.want)
 					}
 					if mode.tenant {
 						want := capturedTenantOracle(capturedTenant, set.want)
 						if got := b.TenantHash(); got != want {
-							t.Errorf("%s %s: Builder.TenantHash() = %#x, want %#x (%s)", set.what, mode.name, got, want, set.want)
+							t.Errorf("%s %s: HashedBuilder.TenantHash() = %#x, want %#x (%s)", set.what, mode.name, got, want, set.want)
 						}
 					}
-					h := b.Labels()
+					if got := b.Labels(); !labels.Equal(got, set.want) {
+						t.Errorf("%s %s: HashedBuilder.Labels() = %s, want %s", set.what, mode.name, got, set.want)
+					}
+					h := b.Hashed()
 					if got := h.Labels(); !labels.Equal(got, set.want) {
-						t.Errorf("%s %s: Builder.Labels().Labels() = %s, want %s", set.what, mode.name, got, set.want)
+						t.Errorf("%s %s: HashedBuilder.Hashed().Labels() = %s, want %s", set.what, mode.name, got, set.want)
 					}
 					if got := h.Hash(); got != wantHash {
-						t.Errorf("%s %s: Builder.Labels().Hash() = %#x, want %#x (%s)", set.what, mode.name, got, wantHash, set.want)
+						t.Errorf("%s %s: HashedBuilder.Hashed().Hash() = %#x, want %#x (%s)", set.what, mode.name, got, wantHash, set.want)
 					}
 					built[m] = append(built[m], h)
 				}
 			}
 
-			// The Builders still hold the borrowed slices, as they may until
-			// the next Reset; what they built must not.
+			// The HashedBuilders still hold the borrowed slices, as they may
+			// until the next Reset; what they built must not.
 			for i := range r.buf {
 				r.buf[i] = 0xAA
 			}
@@ -242,13 +246,13 @@ func TestBuilderCaptured(t *testing.T) {
 				for i, h := range built[m] {
 					set := r.sets[i]
 					if got := h.Labels(); !labels.Equal(got, set.want) {
-						t.Errorf("%s %s: after overwriting the added bytes, Builder.Labels().Labels() = %s, want %s", set.what, mode.name, got, set.want)
+						t.Errorf("%s %s: after overwriting the added bytes, HashedBuilder.Hashed().Labels() = %s, want %s", set.what, mode.name, got, set.want)
 					}
 					if got, want := h.Labels().Hash(), set.want.Hash(); got != want {
-						t.Errorf("%s %s: after overwriting the added bytes, Builder.Labels().Labels().Hash() = %#x, want %#x", set.what, mode.name, got, want)
+						t.Errorf("%s %s: after overwriting the added bytes, HashedBuilder.Hashed().Labels().Hash() = %#x, want %#x", set.what, mode.name, got, want)
 					}
 					if got, want := h.Hash(), set.want.Hash(); got != want {
-						t.Errorf("%s %s: after overwriting the added bytes, Builder.Labels().Hash() = %#x, want %#x", set.what, mode.name, got, want)
+						t.Errorf("%s %s: after overwriting the added bytes, HashedBuilder.Hashed().Hash() = %#x, want %#x", set.what, mode.name, got, want)
 					}
 				}
 			}

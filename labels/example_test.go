@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 
-	promlabels "github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
-	"github.com/ingestkit/ingestkit/labels"
+	iklabels "github.com/ingestkit/ingestkit/labels"
 )
 
 // A receiver hashes each series' pairs straight from the request buffer,
@@ -37,10 +37,10 @@ func Example() {
 
 	type series struct {
 		ref  storage.SeriesRef
-		lset promlabels.Labels
+		lset labels.Labels
 	}
 	refs := map[uint64]series{} // by hash; a real cache also handles collisions
-	var b labels.Builder
+	var b iklabels.HashedBuilder
 	for ts := int64(1000); ts <= 2000; ts += 1000 {
 		b.Reset()
 		for _, p := range request {
@@ -51,7 +51,7 @@ func Example() {
 		if ok && b.Equal(s.lset) {
 			fmt.Println("found by hash:", s.lset)
 		} else {
-			h := b.Labels() // copies the bytes once
+			h := b.Hashed() // copies the bytes once
 			s = series{lset: h.Labels()}
 			fmt.Println("new series:", s.lset, "hash matches Prometheus:", h.Hash() == s.lset.Hash())
 		}
@@ -74,7 +74,7 @@ func Example() {
 // Table interns label values that outlive a request: the second request's
 // bytes give back the string the first one stored.
 func ExampleTable() {
-	var t labels.Table
+	var t iklabels.Table
 	first := t.Intern([]byte("api-server-7d9f8b6c5-x2k4p"))
 	buf := []byte("api-server-7d9f8b6c5-x2k4p")
 	second := t.Intern(buf)

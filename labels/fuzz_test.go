@@ -56,7 +56,7 @@ func FuzzBuilder(f *testing.F) {
 		sb.Sort()
 		want := sb.Labels()
 
-		var b Builder
+		var b HashedBuilder
 		var tab Table
 		if useInterner {
 			b.SetInterner(&tab)
@@ -66,27 +66,27 @@ func FuzzBuilder(f *testing.F) {
 			b.Add(names[i], values[i])
 		}
 		if got := b.Hash(); got != want.Hash() {
-			t.Fatalf("Builder.Hash() = %#x, want %#x for %s", got, want.Hash(), want)
+			t.Fatalf("HashedBuilder.Hash() = %#x, want %#x for %s", got, want.Hash(), want)
 		}
 		if got, w := b.TenantHash(), thanosTenantHash("t", want); got != w {
-			t.Fatalf("Builder.TenantHash() = %#x, want %#x", got, w)
+			t.Fatalf("HashedBuilder.TenantHash() = %#x, want %#x", got, w)
 		}
 		inOrder := []byte("t\xff")
 		for i := range names {
 			inOrder = append(append(append(append(inOrder, names[i]...), 0xff), values[i]...), 0xff)
 		}
 		if got, w := b.ThanosHash(), xxhash.Sum64(inOrder); got != w {
-			t.Fatalf("Builder.ThanosHash() = %#x, want %#x, of the pairs in the order given", got, w)
+			t.Fatalf("HashedBuilder.ThanosHash() = %#x, want %#x, of the pairs in the order given", got, w)
 		}
 		if !b.Equal(want) {
-			t.Fatalf("Builder.Equal(%s) = false", want)
+			t.Fatalf("HashedBuilder.Equal(%s) = false", want)
 		}
-		h := b.Labels()
+		h := b.Hashed()
 		for i := range data {
 			data[i] ^= 0x5a
 		}
 		if !labels.Equal(h.Labels(), want) || h.Hash() != want.Hash() {
-			t.Fatalf("Builder.Labels() = %s (%#x), want %s (%#x)", h.Labels(), h.Hash(), want, want.Hash())
+			t.Fatalf("HashedBuilder.Hashed() = %s (%#x), want %s (%#x)", h.Labels(), h.Hash(), want, want.Hash())
 		}
 	})
 }

@@ -6,7 +6,7 @@ import (
 
 // Hashed is a [labels.Labels] together with its [labels.Labels.Hash], computed
 // once. The fields are unexported so that the hash always belongs to the
-// labels: a Hashed comes only from [FromLabels] or [Builder.Labels].
+// labels: a Hashed comes only from [FromLabels] or [HashedBuilder.Hashed].
 //
 // The zero value is the empty label set with its hash. A Hashed is an
 // immutable value, safe for concurrent use by multiple goroutines. Under the

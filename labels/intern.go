@@ -19,6 +19,11 @@ import (
 // Intern must not retain b: the caller may change its bytes after the call.
 // The returned string never aliases b. Implementations are safe for concurrent
 // use by multiple goroutines.
+//
+// Interner is the module's one named interface for interning. Package
+// ingest, which imports no other public package, takes an interner as the
+// unnamed interface{ Intern(b []byte) string }, which every Interner
+// satisfies.
 type Interner interface {
 	Intern(b []byte) string
 }

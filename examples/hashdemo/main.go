@@ -1,13 +1,13 @@
 // Command hashdemo demonstrates the labels block on a real Prometheus TSDB
 // head: a toy receiver that hashes each incoming series straight from its
-// request bytes with a [labels.Builder], finds it in a hash-keyed ref cache,
-// confirms the hit with [labels.Builder.Equal] and appends by series ref, so
-// that a label set is built (its bytes copied once) only for a series the
-// receiver has not seen before.
+// request bytes with an [iklabels.HashedBuilder], finds it in a hash-keyed ref
+// cache, confirms the hit with [iklabels.HashedBuilder.Equal] and appends by
+// series ref, so that a label set is built (its bytes copied once) only for a
+// series the receiver has not seen before.
 //
 // It runs the head in memory (chunks under a temporary directory, no WAL),
 // prints what it did, and checks that every hash it computed equals
-// Prometheus's own [promlabels.Labels.Hash] of the head's label set, in
+// Prometheus's own [labels.Labels.Hash] of the head's label set, in
 // whichever labels build it was compiled with (default stringlabels, or
 // -tags slicelabels / -tags dedupelabels).
 //
@@ -23,11 +23,11 @@ import (
 	"os"
 	"strconv"
 
-	promlabels "github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
-	"github.com/ingestkit/ingestkit/labels"
+	iklabels "github.com/ingestkit/ingestkit/labels"
 )
 
 const (
@@ -50,7 +50,7 @@ type pair struct{ name, value []byte }
 // cached is what the toy receiver remembers about a series it has appended.
 type cached struct {
 	ref storage.SeriesRef
-	ls  promlabels.Labels
+	ls  labels.Labels
 }
 
 // run drives the receiver against a fresh head and writes its report to w.
@@ -79,12 +79,12 @@ func run(w io.Writer) (err error) {
 	series := synthSeries(numSeries)
 	cache := make(map[uint64]cached, len(series))
 	var (
-		b                             labels.Builder
-		table                         labels.Table
+		b                             iklabels.HashedBuilder
+		table                         iklabels.Table
 		samples, hits, hashes, builds int
 	)
-	b.SetInterner(&table)                         // used by the slicelabels build
-	b.SetSymbolTable(promlabels.NewSymbolTable()) // used by the dedupelabels build
+	b.SetInterner(&table)                     // used by the slicelabels build
+	b.SetSymbolTable(labels.NewSymbolTable()) // used by the dedupelabels build
 
 	for req := range numRequests {
 		ts := baseTime + int64(req)*interval
@@ -95,7 +95,7 @@ func run(w io.Writer) (err error) {
 
 			var (
 				ref storage.SeriesRef
-				ls  promlabels.Labels
+				ls  labels.Labels
 			)
 			if c, ok := cache[h]; ok && b.Equal(c.ls) {
 				hits++
@@ -103,7 +103,7 @@ func run(w io.Writer) (err error) {
 			} else {
 				// A miss, or (never here, but possible) a hash collision,
 				// which a real receiver would keep in a per-hash list.
-				ls = b.Labels().Labels()
+				ls = b.Labels()
 				builds++
 			}
 			v := float64(req*numSeries + i)
@@ -128,8 +128,8 @@ func run(w io.Writer) (err error) {
 		return fmt.Errorf("opening head index: %w", err)
 	}
 	defer ir.Close()
-	sb := promlabels.NewScratchBuilder(0)
-	var example labels.Hashed
+	sb := labels.NewScratchBuilder(0)
+	var example iklabels.Hashed
 	for i, s := range series {
 		h := hashOf(&b, s)
 		c, ok := cache[h]
@@ -141,10 +141,10 @@ func run(w io.Writer) (err error) {
 		}
 		lset := sb.Labels()
 		if got := lset.Hash(); got != h || !b.Equal(lset) {
-			return fmt.Errorf("series %d: Builder.Hash() = %016x, want %016x (%s)", i, h, got, lset)
+			return fmt.Errorf("series %d: HashedBuilder.Hash() = %016x, want %016x (%s)", i, h, got, lset)
 		}
 		if i == 0 {
-			example = labels.FromLabels(lset)
+			example = iklabels.FromLabels(lset)
 		}
 	}
 	if n := head.NumSeries(); n != uint64(len(series)) {
@@ -164,7 +164,7 @@ func run(w io.Writer) (err error) {
 	} {
 		fmt.Fprintf(w, "%-26s %6d\n", row.name, row.n)
 	}
-	fmt.Fprintf(w, "labels build: %s\n", promlabels.ImplementationName)
+	fmt.Fprintf(w, "labels build: %s\n", labels.ImplementationName)
 	fmt.Fprintf(w, "hash of %s = %016x\n", example.Labels(), example.Hash())
 	fmt.Fprintf(w, "hash check: ok %d series\n", len(series))
 	return nil
@@ -172,7 +172,7 @@ func run(w io.Writer) (err error) {
 
 // hashOf resets b, adds the pairs of one series, as a decoder would, and
 // returns their hash.
-func hashOf(b *labels.Builder, s []pair) uint64 {
+func hashOf(b *iklabels.HashedBuilder, s []pair) uint64 {
 	b.Reset()
 	for _, p := range s {
 		b.Add(p.name, p.value)

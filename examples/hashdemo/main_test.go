@@ -7,7 +7,7 @@ import (
 )
 
 // TestRun runs the demo end to end on a fresh head; run itself fails if any
-// Builder hash differs from the head's labels.Labels.Hash.
+// HashedBuilder hash differs from the head's labels.Labels.Hash.
 func TestRun(t *testing.T) {
 	var out bytes.Buffer
 	if err := run(&out); err != nil {

@@ -17,14 +17,14 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
-	promlabels "github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/timestamp"
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/ingest/activeseries"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
-	"github.com/ingestkit/ingestkit/labels"
+	iklabels "github.com/ingestkit/ingestkit/labels"
 )
 
 // maxAheadTime is how far in the future a sample or exemplar may be, as in
@@ -215,7 +215,7 @@ func (tsdbExemplars) Rollback() {}
 // buffer within limits, an [ingest.Decoder] that walks the protobuf in
 // place and hashes each series' labels in the same pass, an
 // [ingest.Appender] that finds series the TSDB holds in an [ingest.Cache] by
-// that hash, a [labels.Table] that interns the strings of new series (in
+// that hash, an [iklabels.Table] that interns the strings of new series (in
 // the slicelabels build), an [activeseries.Tracker] of active series, and
 // optionally a [hashring.Ring] that reports owners.
 //
@@ -244,13 +244,13 @@ type Receiver struct {
 
 	maxBody, maxDecoded, maxInflight int64 // for error messages
 
-	strings labels.Table
-	symbols *promlabels.SymbolTable // for the dedupelabels build; shared by all decoders
+	strings iklabels.Table
+	symbols *labels.SymbolTable // for the dedupelabels build; shared by all decoders
 	// metaStrings interns the help and unit strings of AppendMetadata,
 	// apart from strings because they can change while a series stays:
 	// Purge resets it every time, so that it holds those of one purge
 	// interval.
-	metaStrings labels.Table
+	metaStrings iklabels.Table
 
 	workers sync.Pool // of *worker
 
@@ -317,7 +317,7 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 		metadata:  opts.AppendMetadata,
 		typeUnit:  opts.EnableTypeAndUnitLabels,
 		maxSeries: opts.MaxSeries,
-		symbols:   promlabels.NewSymbolTable(),
+		symbols:   labels.NewSymbolTable(),
 	}
 	r.maxBody, r.maxDecoded = cmp.Or(opts.MaxBodySize, ingest.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, ingest.DefaultMaxDecodedSize)
 	r.maxInflight = opts.MaxInflightBytes
@@ -367,7 +367,7 @@ func (r *Receiver) UpdateStats(s *Stats) {
 // If the cache dropped series, Purge also resets the interner (which the
 // slicelabels build uses for the labels of new series), so that the strings
 // of series that went away are not held for the life of the process, as
-// labels.Table would hold them: strings that the TSDB's series hold stay
+// iklabels.Table would hold them: strings that the TSDB's series hold stay
 // valid, and series created after the reset intern their strings anew.
 // It always resets the interner of the metadata's help and unit strings
 // (Options.AppendMetadata), whose strings a series can change at every
@@ -484,7 +484,7 @@ func (r *Receiver) newWorker() *worker {
 	wk := &worker{r: r, ex: r.exemplars.NewExemplarAppender()}
 	wk.dec.SetInterner(&r.strings)
 	wk.dec.SetSymbolTable(r.symbols)
-	wk.typed.sb = promlabels.NewScratchBuilderWithSymbolTable(r.symbols, 0)
+	wk.typed.sb = labels.NewScratchBuilderWithSymbolTable(r.symbols, 0)
 	if r.ring != nil {
 		wk.owned = make([]int64, r.ring.Len())
 	}
@@ -857,7 +857,7 @@ func (wk *worker) appendExemplars(h *ingest.Handle, es []exemplar.Exemplar, maxT
 
 // validateLabels checks a new series' labels as Prometheus's handler does,
 // with its error messages.
-func validateLabels(ls promlabels.Labels) error {
+func validateLabels(ls labels.Labels) error {
 	if !ls.Has(model.MetricNameLabel) || !ls.IsValid(model.UTF8Validation) {
 		return fmt.Errorf("invalid metric name or labels, got %v", seriesString(ls))
 	}
@@ -875,14 +875,14 @@ const maxErrorValue = 256
 // errors, but with label values longer than maxErrorValue cut: a 10 MiB
 // label value would otherwise be quoted, copied and sent back once for
 // every sample of the series that is rejected.
-func seriesString(ls promlabels.Labels) string {
+func seriesString(ls labels.Labels) string {
 	size := 0 // ByteSize differs between labels builds
-	ls.Range(func(l promlabels.Label) { size += len(l.Name) + len(l.Value) })
+	ls.Range(func(l labels.Label) { size += len(l.Name) + len(l.Value) })
 	if size <= 4*maxErrorValue {
 		return ls.String()
 	}
-	b := promlabels.NewScratchBuilder(ls.Len())
-	ls.Range(func(l promlabels.Label) {
+	b := labels.NewScratchBuilder(ls.Len())
+	ls.Range(func(l labels.Label) {
 		if len(l.Value) > maxErrorValue {
 			l.Value = l.Value[:maxErrorValue] + "...(" + strconv.Itoa(len(l.Value)) + " bytes)"
 		}

@@ -96,8 +96,8 @@ type Options struct {
 // 0xff ..." of the series' labels in the order the request holds them.
 // [Hash] computes it from a labels.Labels; package ingest's decoder
 // computes exactly that in its decoding pass (Series.ThanosHash), and
-// package labels' Builder from pairs (Builder.ThanosHash). Their TenantHash
-// methods hash the labels sorted by name instead; the two differ only for a
+// package labels' HashedBuilder from pairs (HashedBuilder.ThanosHash). Their
+// TenantHash methods hash the labels sorted by name instead; the two differ only for a
 // series whose labels the request holds out of order, which remote write
 // forbids and Thanos's TSDB writer rejects, but only after routing it by the
 // request-order hash, so a receiver that forwards such series as Thanos

@@ -151,7 +151,7 @@ func (t *thanosRing) getNHash(h, n uint64) (string, error) {
 }
 
 // ringTenantHash is the routing hash as ingestkit computes it, with the
-// hasher the decoder and labels.Builder use. Labels must be sorted.
+// hasher the decoder and labels.HashedBuilder use. Labels must be sorted.
 func ringTenantHash(tenant string, ls []thanosLabel) uint64 {
 	var h labelhash.TenantHasher
 	h.Reset(tenant)

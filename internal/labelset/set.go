@@ -10,14 +10,6 @@ import (
 	"github.com/ingestkit/ingestkit/internal/labelhash"
 )
 
-// Interner returns a canonical string for the bytes it is given; it must not
-// retain b, and the string it returns must not alias b. A Set calls it from
-// the goroutine that adds to the Set; an Interner shared by several Sets
-// must be safe for concurrent use by multiple goroutines.
-type Interner interface {
-	Intern(b []byte) string
-}
-
 // pair is one (name, value) given to a Set. Strings added from byte slices
 // alias the caller's bytes (see package bytestr).
 type pair struct {
@@ -26,16 +18,17 @@ type pair struct {
 }
 
 // Set holds the (name, value) pairs of one series and hashes them as they
-// arrive: the implementation behind labels.Builder and the decoders of
+// arrive: the implementation behind labels.HashedBuilder and the decoders of
 // package ingest, which document it for their users.
 //
-// Pairs normally arrive sorted by name and are hashed once, as they are
-// added. If one arrives out of order, the Set sorts the pairs (by name, then
-// value, so that repeated names, which are invalid, still give one result
-// whatever their arrival order) and hashes them again on the next call that
-// needs the hash. The tenant hash is also kept in arrival order, which is
-// what Thanos routes by ([Set.ArrivalTenantHash]). Empty values and repeated names are kept, as
-// labels.ScratchBuilder keeps them; validating them is the appender's job.
+// Pairs normally arrive sorted by name and are hashed once, as they are added.
+// If one arrives out of order, the Set sorts the pairs (by name, then value,
+// so that repeated names, which are invalid, still give one result whatever
+// their arrival order) and hashes them again on the next call that needs the
+// hash. The tenant hash is also kept in arrival order, which is what Thanos
+// routes by ([Set.ArrivalTenantHash]). Empty values and repeated names are
+// kept, as labels.ScratchBuilder keeps them; validating them is the appender's
+// job.
 //
 // The zero value is ready to use; reuse one with Reset. A Set is not safe for
 // concurrent use by multiple goroutines.
@@ -56,8 +49,8 @@ type Set struct {
 	sbReady      bool          // sb is set up with syms (dedupelabels)
 	scratch      labels.Labels // Scratch's result, in sb's reused buffer
 	syms         *labels.SymbolTable
-	interner     Interner
-	dataBuf      []byte // for streamEqual, under purego
+	interner     interface{ Intern(b []byte) string } // see SetInterner
+	dataBuf      []byte                               // for streamEqual, under purego
 }
 
 // SetInterner makes [Set.Labels] take label strings from in where the
@@ -65,7 +58,14 @@ type Set struct {
 // build copies every label set into one string and the dedupelabels build
 // keeps strings in its [labels.SymbolTable], so there the interner is not
 // used. A nil in means no interner.
-func (b *Set) SetInterner(in Interner) { b.interner = in }
+//
+// in has the method set of labels.Interner of package
+// github.com/ingestkit/ingestkit/labels, which documents the contract:
+// in.Intern(b) returns a canonical string for b,
+// does not retain b, and returns a string that does not alias b. A Set calls
+// it from the goroutine that adds to the Set; an interner shared by several
+// Sets must be safe for concurrent use by multiple goroutines.
+func (b *Set) SetInterner(in interface{ Intern(b []byte) string }) { b.interner = in }
 
 // SetSymbolTable sets the symbol table that [Set.Labels] uses in the
 // dedupelabels build, typically the one of the TSDB head the labels are for.

@@ -50,8 +50,8 @@ type CacheOptions struct {
 // Prometheus appends by ref without looking at the labels: a ref cached
 // from one head and used with another would write into whatever series the
 // other head gave that number (a fresh head numbers its series from 1
-// again). So a Cache serves one storage at a time, the one the [Appender]
-// or [AppenderV1] resetting it names: the first binds the cache to its
+// again). So a Cache serves one storage at a time, the one the [AppenderV2]
+// or [Appender] resetting it names: the first binds the cache to its
 // storage, and an appender given another storage (compared as interface
 // values, so a pointer such as a *tsdb.DB is compared by identity) starts
 // the cache afresh, empty, bound to the new storage; [CacheStats.Rebinds]
@@ -76,13 +76,13 @@ type CacheOptions struct {
 // lastSeriesID only grows, in tsdb/head.go getOrCreateWithOptionalID, and
 // WAL replay moves it past every replayed ref, in tsdb/head_wal.go), so a
 // stale ref names no series, the head falls back to the labels it is given
-// with the ref, and [Appender] then stores the new ref. Entries that are
+// with the ref, and [AppenderV2] then stores the new ref. Entries that are
 // not looked up are dropped by [Cache.Purge], which bounds the memory.
 //
 // Senders repeat themselves: a Prometheus remote-write shard sends the same
 // series in the same order request after request, as a scrape target
 // exposes them. So each entry also remembers which entry was looked up
-// right after it, and an [Appender] tries that guess first, without a probe
+// right after it, and an [AppenderV2] tries that guess first, without a probe
 // of the stripe's index: when it holds, a lookup reads
 // one entry, in memory allocated in the order the series were first seen.
 // A wrong guess costs one comparison of hashes and the usual lookup.

@@ -17,7 +17,7 @@ import (
 // decoded in place; every series is resolved by the hash computed while
 // decoding, and only the first request, which brings the series, builds
 // labels.
-func ExampleAppender() {
+func ExampleAppenderV2() {
 	dir, _ := os.MkdirTemp("", "ingestkit-example")
 	defer os.RemoveAll(dir)
 	opts := tsdb.DefaultHeadOptions()
@@ -45,7 +45,7 @@ func ExampleAppender() {
 
 	cache := ingest.NewCache(ingest.CacheOptions{})
 	var d ingest.Decoder
-	var a *ingest.Appender
+	var a *ingest.AppenderV2
 	for i, ts := range []int64{1000, 2000, 3000} {
 		if err := d.Reset(request(ts), remoteapi.WriteV1MessageType); err != nil {
 			panic(err)
@@ -54,7 +54,7 @@ func ExampleAppender() {
 		// the cache to head: a cache used with another storage later
 		// starts empty rather than hand out head's refs.
 		if a == nil {
-			a = ingest.NewAppender(context.Background(), head, cache, ts)
+			a = ingest.NewAppenderV2(context.Background(), head, cache, ts)
 		} else {
 			a.Reset(context.Background(), head, ts)
 		}

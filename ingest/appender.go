@@ -218,8 +218,10 @@ type AppenderV2 struct {
 }
 
 // NewAppenderV2 opens a transaction on db (db.AppenderV2(ctx)) and returns an
-// AppenderV2 over it that keeps refs in cache. now is the time entries are
-// marked seen at, in the unit given to [Cache.Purge].
+// AppenderV2 over it that keeps refs in cache. now is the time the series
+// it resolves are marked seen at in the cache, in milliseconds since the
+// Unix epoch, as Prometheus timestamps and [Cache.Purge]: the time the
+// request arrived, time.Now().UnixMilli(), not the samples' timestamps.
 //
 // The appender opens the transaction itself so that the cache knows which
 // storage its refs are of: a cache that served another storage is emptied
@@ -234,8 +236,10 @@ func NewAppenderV2(ctx context.Context, db storage.AppendableV2, cache *Cache, n
 }
 
 // Reset opens a new transaction on db (db.AppenderV2(ctx)) and makes the
-// AppenderV2 append to it; the cache is bound to db as by [NewAppenderV2]. The
-// previous transaction must have been committed or rolled back.
+// AppenderV2 append to it, marking series seen at now (milliseconds since
+// the Unix epoch, as for [NewAppenderV2]); the cache is bound to db as by
+// NewAppenderV2. The previous transaction must have been committed or
+// rolled back.
 //
 // Reset makes no allocation of its own for the storage the cache serves.
 func (a *AppenderV2) Reset(ctx context.Context, db storage.AppendableV2, now int64) {
@@ -305,7 +309,8 @@ type Appender struct {
 }
 
 // NewAppender opens a transaction on db (db.Appender(ctx)) and returns an
-// Appender over it that keeps refs in cache, bound to db as by
+// Appender over it that keeps refs in cache, marking series seen at now,
+// in milliseconds since the Unix epoch, and bound to db, as by
 // [NewAppenderV2]: a cache that served another storage is emptied. Pass the
 // same db value for every transaction on one TSDB; its dynamic type must be
 // comparable, or NewAppender panics.
@@ -316,7 +321,8 @@ func NewAppender(ctx context.Context, db storage.Appendable, cache *Cache, now i
 }
 
 // Reset opens a new transaction on db (db.Appender(ctx)) and makes the
-// Appender append to it, as [AppenderV2.Reset] does.
+// Appender append to it, marking series seen at now (milliseconds since
+// the Unix epoch), as [AppenderV2.Reset] does.
 func (a *Appender) Reset(ctx context.Context, db storage.Appendable, now int64) {
 	a.resolver.bind(db)
 	app := db.Appender(ctx)

@@ -30,7 +30,8 @@ type Equaler interface {
 const DefaultCacheStripes = 256
 
 // CacheOptions are the settings of a [Cache]. The zero value means the
-// defaults. It is a plain value, safe for concurrent use once built and not
+// defaults. (A cache has no clock of its own: the times it is given, by
+// the appenders and [Cache.Purge], are milliseconds since the Unix epoch.) It is a plain value, safe for concurrent use once built and not
 // modified afterwards.
 type CacheOptions struct {
 	// Stripes is the number of independently locked parts, rounded up to a
@@ -78,6 +79,8 @@ type CacheOptions struct {
 // stale ref names no series, the head falls back to the labels it is given
 // with the ref, and [AppenderV2] then stores the new ref. Entries that are
 // not looked up are dropped by [Cache.Purge], which bounds the memory.
+// Times, as everywhere in ingestkit, are Prometheus's: milliseconds since
+// the Unix epoch, such as time.Now().UnixMilli() when a request arrives.
 //
 // Senders repeat themselves: a Prometheus remote-write shard sends the same
 // series in the same order request after request, as a scrape target
@@ -387,8 +390,9 @@ func (t *cacheTable) stripe(hash uint64) *cacheStripe {
 }
 
 // Lookup returns the ref and the TSDB's labels of the series with the given
-// hash whose labels eq accepts, and marks the entry seen at now (any
-// monotonic clock in any unit, the same as [Cache.Purge] is given). ok is
+// hash whose labels eq accepts, and marks the entry seen at now, in
+// milliseconds since the Unix epoch, as Prometheus timestamps (the unit
+// [Cache.Purge] takes: time.Now().UnixMilli() when the request arrived). ok is
 // false when there is no such entry. The ref is one of the storage the
 // cache serves now (see [Cache]).
 //
@@ -437,7 +441,7 @@ type labelsEqual struct{ ls labels.Labels }
 func (l *labelsEqual) Equal(ls labels.Labels) bool { return labels.Equal(l.ls, ls) }
 
 // Store records that the series with the given hash and labels has ref, seen
-// at now. lset must be the labels the TSDB holds for the series (or an
+// at now, in milliseconds since the Unix epoch, as [Cache.Lookup] takes it. lset must be the labels the TSDB holds for the series (or an
 // immutable copy of them): the cache keeps it and hands it out to every hit.
 // If the series is already cached, its ref and time are updated. Store
 // panics if ref is 0, which no TSDB series has. ref must be one of the
@@ -474,7 +478,9 @@ func (t *cacheTable) store(hash uint64, ref storage.SeriesRef, lset labels.Label
 	return e
 }
 
-// Purge drops the entries last seen before keepFrom and returns how many it
+// Purge drops the entries last seen before keepFrom, in milliseconds since
+// the Unix epoch, as Prometheus timestamps (such as
+// time.Now().Add(-idleTimeout).UnixMilli()), and returns how many it
 // dropped. It takes one stripe's lock at a time, and only for a stripe that
 // has something to drop; lookups take no lock, and stores to the other
 // stripes go on.

@@ -81,9 +81,12 @@ func ExampleAppenderV2() {
 		fmt.Printf("request %d: %+v\n", i+1, a.Stats())
 	}
 	fmt.Println("series in head:", head.NumSeries(), "cached:", cache.Len())
+	// The cache's counts are the appenders' summed, added at each Commit.
+	fmt.Printf("cache: %+v\n", cache.Stats())
 	// Output:
 	// request 1: {CacheHits:0 Guessed:0 RefLookups:0 NewSeries:3 CacheStores:3}
 	// request 2: {CacheHits:3 Guessed:2 RefLookups:0 NewSeries:0 CacheStores:0}
 	// request 3: {CacheHits:3 Guessed:2 RefLookups:0 NewSeries:0 CacheStores:0}
 	// series in head: 3 cached: 3
+	// cache: {Len:3 Hits:6 Guessed:4 Misses:3 Stores:3 Purged:0 Rebinds:0 Resets:0}
 }

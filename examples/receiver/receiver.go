@@ -280,6 +280,9 @@ type Stats struct {
 	RefusedSamples int64 // their samples and histogram samples
 	ActiveSeries   int   // series seen since the last Purge that could drop them
 	CachedSeries   int   // entries of the ref cache
+	// Cache is the ref cache's counts: its hits, misses, stores and purges
+	// (Cache.Len is CachedSeries).
+	Cache ingest.CacheStats
 	// Owned counts the series of each ring endpoint, by address, once per
 	// request and replica; nil without a ring.
 	Owned map[string]int64
@@ -350,7 +353,8 @@ func (r *Receiver) UpdateStats(s *Stats) {
 	s.Series, s.NewSeries, s.InvalidSamples = c.series.Load(), c.newSeries.Load(), c.invalidSamples.Load()
 	s.RefusedSeries, s.RefusedSamples = c.refusedSeries.Load(), c.refusedSamples.Load()
 	s.ActiveSeries = r.tracker.Active()
-	s.CachedSeries = r.cache.Len()
+	r.cache.UpdateStats(&s.Cache)
+	s.CachedSeries = s.Cache.Len
 	if r.ring != nil {
 		if s.Owned == nil {
 			s.Owned = make(map[string]int64, r.ring.Len())

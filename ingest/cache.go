@@ -430,7 +430,7 @@ type CacheStats struct {
 	Len     int   // series in the cache
 	Hits    int64 // lookups that found the series in the cache
 	Guessed int64 // of the hits, found as the guess of the series before (see Cache)
-	Misses  int64 // lookups that did not: the series was asked of the TSDB
+	Misses  int64 // lookups that did not: the series was asked of the TSDB, or built as new
 	Stores  int64 // entries added or refreshed (new series, stale refs)
 	Purged  int64 // entries dropped by Cache.Purge
 	// Rebinds counts the times an appender gave the cache a storage other

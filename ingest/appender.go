@@ -67,8 +67,9 @@ func (h Handle) Hash() uint64 { return h.hash }
 // first appended, and the cache confirmed every label.
 func (h Handle) Cached() bool { return h.entry != nil }
 
-// AppenderStats counts how an appender resolved series: a plain value, a
-// copy not updated afterwards, safe for concurrent use.
+// AppenderStats counts how an appender resolved series in one transaction:
+// a plain value, a copy not updated afterwards, safe for concurrent use.
+// The [Cache] sums the transactions' counts in [CacheStats].
 type AppenderStats struct {
 	CacheHits   int // found in the cache
 	Guessed     int // of the hits, found as the guess of the series before (see Cache)
@@ -77,7 +78,7 @@ type AppenderStats struct {
 	CacheStores int // entries added or refreshed (new series, stale refs)
 }
 
-// resolver is the part that the V2 and V1 appenders share.
+// resolver is the part that [Appender] and [AppenderV2] share.
 type resolver struct {
 	cache *Cache
 	// tab is the cache's table for the storage of the transaction, taken
@@ -86,6 +87,9 @@ type resolver struct {
 	getRef storage.GetRef // nil if the appender does not offer it
 	now    int64
 	stats  AppenderStats
+	// folded is the part of stats already added to the cache's counts
+	// (fold).
+	folded AppenderStats
 	// prev is the cache entry of the series resolved last, whose guess
 	// of the next series the next lookup tries first.
 	prev *cacheEntry
@@ -103,11 +107,32 @@ func (r *resolver) bind(db any) { r.tab = r.cache.bind(db) }
 
 // reset starts a transaction, app.
 func (r *resolver) reset(app any, now int64) {
+	r.fold()
 	r.getRef, _ = app.(storage.GetRef)
 	r.now = now
-	r.stats = AppenderStats{}
+	r.stats, r.folded = AppenderStats{}, AppenderStats{}
 	r.prev = nil
 	r.guessing = true
+}
+
+// fold adds the counts of the transaction not yet added to the cache's
+// (CacheStats), at its end: a handful of atomic additions per transaction
+// rather than one per lookup (BenchmarkAppend, BenchmarkLookup).
+func (r *resolver) fold() {
+	c, d, f := r.cache, &r.stats, &r.folded
+	if n := d.CacheHits - f.CacheHits; n != 0 {
+		c.hits.Add(int64(n))
+	}
+	if n := d.Guessed - f.Guessed; n != 0 {
+		c.guessed.Add(int64(n))
+	}
+	if n := d.RefLookups + d.NewSeries - f.RefLookups - f.NewSeries; n != 0 {
+		c.misses.Add(int64(n))
+	}
+	if n := d.CacheStores - f.CacheStores; n != 0 {
+		c.stores.Add(int64(n))
+	}
+	r.folded = r.stats
 }
 
 // follow makes e, of the given hash, the entry resolved last, and prev's
@@ -189,7 +214,7 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 	h.ref = ref
 }
 
-// Appender appends to a [storage.AppenderV2] by series ref kept in a
+// AppenderV2 appends to a [storage.AppenderV2] by series ref kept in a
 // [Cache] across requests, so that a series the TSDB already holds is found
 // by its precomputed hash, confirmed against the request's pairs and
 // appended without its labels being hashed again, copied or looked up in the
@@ -205,40 +230,44 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 // *storage.AppendPartialError, ...), are returned unchanged.
 //
 // A caller that holds several series at once resolves them with
-// [Appender.LookupBatch], whose cache misses overlap, rather than one
-// [Appender.Lookup] after the other.
+// [AppenderV2.LookupBatch], whose cache misses overlap, rather than one
+// [AppenderV2.Lookup] after the other.
 //
-// An Appender is for one transaction at a time and is not safe for
+// An AppenderV2 is for one transaction at a time and is not safe for
 // concurrent use; the Cache behind it is shared. Reuse one with
-// [Appender.Reset].
-type Appender struct {
+// [AppenderV2.Reset].
+type AppenderV2 struct {
 	resolver
 	app   storage.AppenderV2
 	exApp storage.ExemplarAppenderV2 // nil if app does not implement it
 }
 
-// NewAppender opens a transaction on db (db.AppenderV2(ctx)) and returns an
-// Appender over it that keeps refs in cache. now is the time entries are
-// marked seen at, in the unit given to [Cache.Purge].
+// NewAppenderV2 opens a transaction on db (db.AppenderV2(ctx)) and returns an
+// AppenderV2 over it that keeps refs in cache. now is the time the series
+// it resolves are marked seen at in the cache, in milliseconds since the
+// Unix epoch, as Prometheus timestamps and [Cache.Purge]: the time the
+// request arrived, time.Now().UnixMilli(), not the samples' timestamps.
 //
 // The appender opens the transaction itself so that the cache knows which
 // storage its refs are of: a cache that served another storage is emptied
 // and serves db from then on (see [Cache]). Pass the same db value for
 // every transaction on one TSDB, such as the *tsdb.DB or the tenant's
-// storage object; db's dynamic type must be comparable, or NewAppender
+// storage object; db's dynamic type must be comparable, or NewAppenderV2
 // panics.
-func NewAppender(ctx context.Context, db storage.AppendableV2, cache *Cache, now int64) *Appender {
-	a := &Appender{resolver: resolver{cache: cache}}
+func NewAppenderV2(ctx context.Context, db storage.AppendableV2, cache *Cache, now int64) *AppenderV2 {
+	a := &AppenderV2{resolver: resolver{cache: cache}}
 	a.Reset(ctx, db, now)
 	return a
 }
 
 // Reset opens a new transaction on db (db.AppenderV2(ctx)) and makes the
-// Appender append to it; the cache is bound to db as by [NewAppender]. The
-// previous transaction must have been committed or rolled back.
+// AppenderV2 append to it, marking series seen at now (milliseconds since
+// the Unix epoch, as for [NewAppenderV2]); the cache is bound to db as by
+// NewAppenderV2. The previous transaction must have been committed or
+// rolled back.
 //
 // Reset makes no allocation of its own for the storage the cache serves.
-func (a *Appender) Reset(ctx context.Context, db storage.AppendableV2, now int64) {
+func (a *AppenderV2) Reset(ctx context.Context, db storage.AppendableV2, now int64) {
 	a.resolver.bind(db)
 	app := db.AppenderV2(ctx)
 	a.app = app
@@ -246,9 +275,9 @@ func (a *Appender) Reset(ctx context.Context, db storage.AppendableV2, now int64
 	a.resolver.reset(app, now)
 }
 
-// Wrapped returns the transaction the Appender appends to, opened by the
+// Wrapped returns the transaction the AppenderV2 appends to, opened by the
 // last reset.
-func (a *Appender) Wrapped() storage.AppenderV2 { return a.app }
+func (a *AppenderV2) Wrapped() storage.AppenderV2 { return a.app }
 
 // Lookup resolves s to the ref and labels to append with. It returns an
 // error wrapping [ErrInvalidSeries] and s.Err(), and a zero Handle that
@@ -258,14 +287,14 @@ func (a *Appender) Wrapped() storage.AppenderV2 { return a.app }
 // Lookup makes no allocation for a series in the cache, nor for one that
 // the wrapped appender finds by storage.GetRef when s can build scratch
 // labels ([Series] can); for a new series it builds s's labels once.
-func (a *Appender) Lookup(s SeriesLabels) (Handle, error) { return a.lookup(s) }
+func (a *AppenderV2) Lookup(s SeriesLabels) (Handle, error) { return a.lookup(s) }
 
 // Append appends a float (hist and fh nil), histogram or float histogram
 // sample to the series of h, as [storage.AppenderV2.Append] does, and
 // records the series' ref in the cache when it is new there or changed.
 //
 // Append makes no allocation of its own.
-func (a *Appender) Append(h *Handle, st, t int64, v float64, hist *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AppendV2Options) error {
+func (a *AppenderV2) Append(h *Handle, st, t int64, v float64, hist *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AppendV2Options) error {
 	ref, err := a.app.Append(h.ref, h.lset, st, t, v, hist, fh, opts)
 	a.appended(h, ref)
 	return err
@@ -274,7 +303,7 @@ func (a *Appender) Append(h *Handle, st, t int64, v float64, hist *histogram.His
 // AppendExemplars appends exemplars, sorted by timestamp, to the series of
 // h through [storage.ExemplarAppenderV2]. It returns
 // [ErrExemplarsUnsupported] if the wrapped appender does not implement it.
-func (a *Appender) AppendExemplars(h *Handle, es []exemplar.Exemplar) error {
+func (a *AppenderV2) AppendExemplars(h *Handle, es []exemplar.Exemplar) error {
 	if a.exApp == nil {
 		return ErrExemplarsUnsupported
 	}
@@ -283,57 +312,67 @@ func (a *Appender) AppendExemplars(h *Handle, es []exemplar.Exemplar) error {
 	return err
 }
 
-// Commit commits the wrapped appender's transaction.
-func (a *Appender) Commit() error { return a.app.Commit() }
+// Commit commits the wrapped appender's transaction, and adds its counts
+// to the cache's ([CacheStats]).
+func (a *AppenderV2) Commit() error {
+	a.fold()
+	return a.app.Commit()
+}
 
-// Rollback rolls the wrapped appender's transaction back.
-func (a *Appender) Rollback() error { return a.app.Rollback() }
+// Rollback rolls the wrapped appender's transaction back, and adds its
+// counts to the cache's ([CacheStats]).
+func (a *AppenderV2) Rollback() error {
+	a.fold()
+	return a.app.Rollback()
+}
 
 // Stats returns how the series since the last reset were resolved.
-func (a *Appender) Stats() AppenderStats { return a.stats }
+func (a *AppenderV2) Stats() AppenderStats { return a.stats }
 
-// AppenderV1 is [Appender] for the version 1 [storage.Appender], which
-// Thanos and Cortex receivers still use: the same lookup by cached ref, the
-// same copy only for new series, the same binding of the cache to one
-// storage.
+// Appender is [AppenderV2] for [storage.Appender], Prometheus's version 1
+// appender interface, which Thanos and Cortex receivers still use: the same
+// lookup by cached ref, the same copy only for new series, the same binding
+// of the cache to one storage.
 //
-// An AppenderV1 is for one transaction at a time and is not safe for
+// An Appender is for one transaction at a time and is not safe for
 // concurrent use; the Cache behind it is shared.
-type AppenderV1 struct {
+type Appender struct {
 	resolver
 	app storage.Appender
 }
 
-// NewAppenderV1 opens a transaction on db (db.Appender(ctx)) and returns an
-// AppenderV1 over it that keeps refs in cache, bound to db as by
-// [NewAppender]: a cache that served another storage is emptied. Pass the
+// NewAppender opens a transaction on db (db.Appender(ctx)) and returns an
+// Appender over it that keeps refs in cache, marking series seen at now,
+// in milliseconds since the Unix epoch, and bound to db, as by
+// [NewAppenderV2]: a cache that served another storage is emptied. Pass the
 // same db value for every transaction on one TSDB; its dynamic type must be
-// comparable, or NewAppenderV1 panics.
-func NewAppenderV1(ctx context.Context, db storage.Appendable, cache *Cache, now int64) *AppenderV1 {
-	a := &AppenderV1{resolver: resolver{cache: cache}}
+// comparable, or NewAppender panics.
+func NewAppender(ctx context.Context, db storage.Appendable, cache *Cache, now int64) *Appender {
+	a := &Appender{resolver: resolver{cache: cache}}
 	a.Reset(ctx, db, now)
 	return a
 }
 
 // Reset opens a new transaction on db (db.Appender(ctx)) and makes the
-// AppenderV1 append to it, as [Appender.Reset] does.
-func (a *AppenderV1) Reset(ctx context.Context, db storage.Appendable, now int64) {
+// Appender append to it, marking series seen at now (milliseconds since
+// the Unix epoch), as [AppenderV2.Reset] does.
+func (a *Appender) Reset(ctx context.Context, db storage.Appendable, now int64) {
 	a.resolver.bind(db)
 	app := db.Appender(ctx)
 	a.app = app
 	a.resolver.reset(app, now)
 }
 
-// Wrapped returns the transaction the AppenderV1 appends to, opened by the
+// Wrapped returns the transaction the Appender appends to, opened by the
 // last reset.
-func (a *AppenderV1) Wrapped() storage.Appender { return a.app }
+func (a *Appender) Wrapped() storage.Appender { return a.app }
 
 // Lookup resolves s to the ref and labels to append with; see
-// [Appender.Lookup].
-func (a *AppenderV1) Lookup(s SeriesLabels) (Handle, error) { return a.lookup(s) }
+// [AppenderV2.Lookup].
+func (a *Appender) Lookup(s SeriesLabels) (Handle, error) { return a.lookup(s) }
 
 // Append appends a float sample, as [storage.Appender.Append] does.
-func (a *AppenderV1) Append(h *Handle, t int64, v float64) error {
+func (a *Appender) Append(h *Handle, t int64, v float64) error {
 	ref, err := a.app.Append(h.ref, h.lset, t, v)
 	a.appended(h, ref)
 	return err
@@ -341,7 +380,7 @@ func (a *AppenderV1) Append(h *Handle, t int64, v float64) error {
 
 // AppendHistogram appends a histogram or float histogram sample, as
 // [storage.HistogramAppender.AppendHistogram] does.
-func (a *AppenderV1) AppendHistogram(h *Handle, t int64, hist *histogram.Histogram, fh *histogram.FloatHistogram) error {
+func (a *Appender) AppendHistogram(h *Handle, t int64, hist *histogram.Histogram, fh *histogram.FloatHistogram) error {
 	ref, err := a.app.AppendHistogram(h.ref, h.lset, t, hist, fh)
 	a.appended(h, ref)
 	return err
@@ -349,7 +388,7 @@ func (a *AppenderV1) AppendHistogram(h *Handle, t int64, hist *histogram.Histogr
 
 // AppendSTZeroSample appends the zero sample of a start timestamp, as
 // [storage.StartTimestampAppender.AppendSTZeroSample] does.
-func (a *AppenderV1) AppendSTZeroSample(h *Handle, t, st int64) error {
+func (a *Appender) AppendSTZeroSample(h *Handle, t, st int64) error {
 	ref, err := a.app.AppendSTZeroSample(h.ref, h.lset, t, st)
 	a.appended(h, ref)
 	return err
@@ -358,8 +397,8 @@ func (a *AppenderV1) AppendSTZeroSample(h *Handle, t, st int64) error {
 // AppendHistogramSTZeroSample appends the zero sample of a histogram's
 // start timestamp, as
 // [storage.HistogramAppender.AppendHistogramSTZeroSample] does; it comes
-// before the histogram's [AppenderV1.AppendHistogram].
-func (a *AppenderV1) AppendHistogramSTZeroSample(h *Handle, t, st int64, hist *histogram.Histogram, fh *histogram.FloatHistogram) error {
+// before the histogram's [Appender.AppendHistogram].
+func (a *Appender) AppendHistogramSTZeroSample(h *Handle, t, st int64, hist *histogram.Histogram, fh *histogram.FloatHistogram) error {
 	ref, err := a.app.AppendHistogramSTZeroSample(h.ref, h.lset, t, st, hist, fh)
 	a.appended(h, ref)
 	return err
@@ -367,11 +406,11 @@ func (a *AppenderV1) AppendHistogramSTZeroSample(h *Handle, t, st int64, hist *h
 
 // SetOptions sets the options of the appends that follow, as
 // [storage.Appender.SetOptions] does.
-func (a *AppenderV1) SetOptions(opts *storage.AppendOptions) { a.app.SetOptions(opts) }
+func (a *Appender) SetOptions(opts *storage.AppendOptions) { a.app.SetOptions(opts) }
 
 // AppendExemplar appends one exemplar, as
 // [storage.ExemplarAppender.AppendExemplar] does.
-func (a *AppenderV1) AppendExemplar(h *Handle, e exemplar.Exemplar) error {
+func (a *Appender) AppendExemplar(h *Handle, e exemplar.Exemplar) error {
 	ref, err := a.app.AppendExemplar(h.ref, h.lset, e)
 	a.appended(h, ref)
 	return err
@@ -379,17 +418,25 @@ func (a *AppenderV1) AppendExemplar(h *Handle, e exemplar.Exemplar) error {
 
 // UpdateMetadata updates the series' metadata, as
 // [storage.MetadataUpdater.UpdateMetadata] does.
-func (a *AppenderV1) UpdateMetadata(h *Handle, m metadata.Metadata) error {
+func (a *Appender) UpdateMetadata(h *Handle, m metadata.Metadata) error {
 	ref, err := a.app.UpdateMetadata(h.ref, h.lset, m)
 	a.appended(h, ref)
 	return err
 }
 
-// Commit commits the wrapped appender's transaction.
-func (a *AppenderV1) Commit() error { return a.app.Commit() }
+// Commit commits the wrapped appender's transaction, and adds its counts
+// to the cache's ([CacheStats]).
+func (a *Appender) Commit() error {
+	a.fold()
+	return a.app.Commit()
+}
 
-// Rollback rolls the wrapped appender's transaction back.
-func (a *AppenderV1) Rollback() error { return a.app.Rollback() }
+// Rollback rolls the wrapped appender's transaction back, and adds its
+// counts to the cache's ([CacheStats]).
+func (a *Appender) Rollback() error {
+	a.fold()
+	return a.app.Rollback()
+}
 
 // Stats returns how the series since the last reset were resolved.
-func (a *AppenderV1) Stats() AppenderStats { return a.stats }
+func (a *Appender) Stats() AppenderStats { return a.stats }

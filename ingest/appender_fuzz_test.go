@@ -13,7 +13,7 @@ import (
 // an error (Series.Err) it first makes the pairs decoded before the bad
 // reference a real series, in the head and in the cache, with the valid
 // series of the request beside them; then it resolves the request again
-// through an Appender and an AppenderV1 and checks that each errored
+// through an AppenderV2 and an Appender and checks that each errored
 // series is refused with ErrInvalidSeries (wrapping ErrSymbolRef) and a
 // zero Handle, and matches none of those series. Before Lookup checked
 // Err and Series answered as a series of no labels, Lookup accepted the
@@ -33,7 +33,7 @@ func FuzzInvalidSeries(f *testing.F) {
 		}
 		defer d.Reset(nil, v2Msg)
 		ts++
-		a := NewAppender(ctx, head, cache, ts)
+		a := NewAppenderV2(ctx, head, cache, ts)
 		var real []labels.Labels // the series the errored ones must not match
 		for d.Next() {
 			s := d.Series()
@@ -66,10 +66,10 @@ func FuzzInvalidSeries(f *testing.F) {
 			var lookup func(SeriesLabels) (Handle, error)
 			var rollback func() error
 			if v1 {
-				a := NewAppenderV1(ctx, head, cache, ts)
+				a := NewAppender(ctx, head, cache, ts)
 				lookup, rollback = a.Lookup, a.Rollback
 			} else {
-				a := NewAppender(ctx, head, cache, ts)
+				a := NewAppenderV2(ctx, head, cache, ts)
 				lookup, rollback = a.Lookup, a.Rollback
 			}
 			for d.Next() {

@@ -16,7 +16,7 @@ import (
 )
 
 // TestAppenderKinds sends floats with start timestamps, integer and float
-// native histograms and exemplars through the Appender into a real head with
+// native histograms and exemplars through the AppenderV2 into a real head with
 // exemplar storage and start-timestamp zero samples on, and reads them back;
 // Prometheus's errors for out-of-order exemplars come back unchanged.
 func TestAppenderKinds(t *testing.T) {
@@ -43,7 +43,7 @@ func TestAppenderKinds(t *testing.T) {
 	ex := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "abc"), Value: 0.7, Ts: 2000, HasTs: true}
 
 	for round, ts := range []int64{2000, 3000} {
-		a := NewAppender(context.Background(), head, cache, ts)
+		a := NewAppenderV2(context.Background(), head, cache, ts)
 		hf := mustHandle(a.Lookup(newPairSeries(floatLs)))
 		// The start timestamp makes the head add a zero sample at st first.
 		if err := a.Append(&hf, 1000, ts, float64(ts), nil, nil, storage.AOptions{}); err != nil {
@@ -148,12 +148,12 @@ func TestAppenderKinds(t *testing.T) {
 
 func fmtSample(ts int64, v float64) string { return fmt.Sprintf("%d=%g", ts, v) }
 
-// TestAppenderV1PassThrough sends through an AppenderV1 what
+// TestAppenderPassThrough sends through an Appender what
 // storage.Appender has beyond samples: the zero samples of float and
 // histogram start timestamps, and SetOptions, whose DiscardOutOfOrder makes
 // the head refuse an out-of-order sample that its out-of-order window would
 // otherwise take. It reads the samples back from the head.
-func TestAppenderV1PassThrough(t *testing.T) {
+func TestAppenderPassThrough(t *testing.T) {
 	dir := t.TempDir()
 	opts := tsdb.DefaultOptions()
 	opts.EnableSTAsZeroSample = true
@@ -168,7 +168,7 @@ func TestAppenderV1PassThrough(t *testing.T) {
 	histLs := labels.FromStrings("__name__", "latency_seconds")
 	ih := &histogram.Histogram{Count: 3, Sum: 1.5, Schema: 0, PositiveSpans: []histogram.Span{{Offset: 0, Length: 2}}, PositiveBuckets: []int64{1, 1}}
 
-	a := NewAppenderV1(context.Background(), db, cache, 0)
+	a := NewAppender(context.Background(), db, cache, 0)
 	hf := mustHandle(a.Lookup(newPairSeries(floatLs)))
 	if err := a.AppendSTZeroSample(&hf, 20_000, 15_000); err != nil {
 		t.Fatalf("AppendSTZeroSample: %v", err)

@@ -11,12 +11,12 @@ import (
 )
 
 // appendRound appends one sample at ts to every series through a new
-// transaction of an Appender over head, and returns its stats.
+// transaction of an AppenderV2 over head, and returns its stats.
 func appendRound(t *testing.T, head interface {
 	AppenderV2(context.Context) storage.AppenderV2
 }, cache *Cache, series []SeriesLabels, ts int64) AppenderStats {
 	t.Helper()
-	a := NewAppender(context.Background(), head, cache, ts)
+	a := NewAppenderV2(context.Background(), head, cache, ts)
 	for i, s := range series {
 		h := mustHandle(a.Lookup(s))
 		if err := a.Append(&h, 0, ts, float64(i)+float64(ts), nil, nil, storage.AOptions{}); err != nil {
@@ -150,7 +150,7 @@ func TestAppenderErrors(t *testing.T) {
 	s := newPairSeries(labels.FromStrings("__name__", "m"))
 	appendRound(t, head, cache, []SeriesLabels{s}, 2000)
 
-	a := NewAppender(context.Background(), head, cache, 1)
+	a := NewAppenderV2(context.Background(), head, cache, 1)
 	h := mustHandle(a.Lookup(s))
 	if err := a.Append(&h, 0, 1000, 1, nil, nil, storage.AOptions{}); !errors.Is(err, storage.ErrOutOfOrderSample) {
 		t.Fatalf("Append(older sample) = %v, want storage.ErrOutOfOrderSample", err)
@@ -173,12 +173,12 @@ func TestAppenderErrors(t *testing.T) {
 	}
 }
 
-func TestAppenderV1(t *testing.T) {
+func TestAppender(t *testing.T) {
 	head := newHead(t)
 	cache := NewCache(CacheOptions{})
 	sets := seriesSet(100)
 	for round, ts := range []int64{1000, 2000} {
-		a := NewAppenderV1(context.Background(), head, cache, ts)
+		a := NewAppender(context.Background(), head, cache, ts)
 		for i, ls := range sets {
 			h := mustHandle(a.Lookup(newPairSeries(ls)))
 			if err := a.Append(&h, ts, float64(i)); err != nil {
@@ -217,7 +217,7 @@ func TestAppenderAllocs(t *testing.T) {
 	}
 	appendRound(t, head, cache, series, 1000)
 
-	a := NewAppender(context.Background(), head, cache, 2000)
+	a := NewAppenderV2(context.Background(), head, cache, 2000)
 	i := 0
 	if got := testing.AllocsPerRun(1000, func() { _, _ = a.Lookup(series[i%len(series)]); i++ }); got != 0 {
 		t.Errorf("Lookup of a cached series: AllocsPerRun = %v, want 0", got)
@@ -280,7 +280,7 @@ func TestHandleCached(t *testing.T) {
 	s := newPairSeries(labels.FromStrings("__name__", "up", "job", "api"))
 	for i, want := range []struct{ beforeAppend, afterAppend bool }{{false, true}, {true, true}} {
 		ts := int64(1000 * (i + 1))
-		a := NewAppender(context.Background(), head, cache, ts)
+		a := NewAppenderV2(context.Background(), head, cache, ts)
 		h := mustHandle(a.Lookup(s))
 		if got := h.Cached(); got != want.beforeAppend {
 			t.Fatalf("round %d: Cached() after Lookup = %v, want %v", i, got, want.beforeAppend)
@@ -296,7 +296,7 @@ func TestHandleCached(t *testing.T) {
 		}
 	}
 	cache.Purge(10_000)
-	a := NewAppender(context.Background(), head, cache, 10_000)
+	a := NewAppenderV2(context.Background(), head, cache, 10_000)
 	if h := mustHandle(a.Lookup(s)); h.Cached() {
 		t.Fatalf("Cached() after the entry was purged = true")
 	}

@@ -7,7 +7,7 @@ import "github.com/prometheus/prometheus/storage"
 // one at a time, and few enough that its state stays on the stack.
 const lookupChunk = 64
 
-// LookupBatch resolves series[i] to hs[i], as [Appender.Lookup] does, and
+// LookupBatch resolves series[i] to hs[i], as [AppenderV2.Lookup] does, and
 // sets errs[i] to the error Lookup would return, nil for a series resolved,
 // for every i in request order. The series must stay as they are (their
 // pairs unchanged) until LookupBatch returns; it keeps none of them.
@@ -34,12 +34,12 @@ const lookupChunk = 64
 // appender finds by storage.GetRef when they can build scratch labels; for
 // a new series it builds its labels once, and for one with an error it
 // allocates the error.
-func (a *Appender) LookupBatch(series []SeriesLabels, hs []Handle, errs []error) {
+func (a *AppenderV2) LookupBatch(series []SeriesLabels, hs []Handle, errs []error) {
 	a.lookupBatch(series, hs, errs)
 }
 
-// LookupBatch resolves series in a batch; see [Appender.LookupBatch].
-func (a *AppenderV1) LookupBatch(series []SeriesLabels, hs []Handle, errs []error) {
+// LookupBatch resolves series in a batch; see [AppenderV2.LookupBatch].
+func (a *Appender) LookupBatch(series []SeriesLabels, hs []Handle, errs []error) {
 	a.lookupBatch(series, hs, errs)
 }
 

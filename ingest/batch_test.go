@@ -126,7 +126,7 @@ func TestAppenderLookupBatch(t *testing.T) {
 		ts := int64(1000 * (round + 1))
 		ctx := context.Background()
 
-		a := NewAppender(ctx, seq.head, seq.cache, ts)
+		a := NewAppenderV2(ctx, seq.head, seq.cache, ts)
 		var want []lookupResult
 		for i, s := range req {
 			h, err := a.Lookup(s)
@@ -141,7 +141,7 @@ func TestAppenderLookupBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		b := NewAppender(ctx, bat.head, bat.cache, ts)
+		b := NewAppenderV2(ctx, bat.head, bat.cache, ts)
 		hs := make([]Handle, len(req))
 		errs := make([]error, len(req))
 		b.LookupBatch(req, hs, errs)
@@ -195,7 +195,7 @@ func TestAppenderLookupBatchAllocs(t *testing.T) {
 	appendRound(t, head, cache, series, 1000)
 	shuffled := slices.Clone(series)
 	rand.New(rand.NewPCG(5, 6)).Shuffle(len(shuffled), func(x, y int) { shuffled[x], shuffled[y] = shuffled[y], shuffled[x] })
-	a := NewAppender(context.Background(), head, cache, 2000)
+	a := NewAppenderV2(context.Background(), head, cache, 2000)
 	defer a.Rollback()
 	hs := make([]Handle, len(series))
 	errs := make([]error, len(series))
@@ -211,7 +211,7 @@ func TestAppenderLookupBatchAllocs(t *testing.T) {
 
 func TestAppenderLookupBatchPanics(t *testing.T) {
 	head := newHead(t)
-	a := NewAppender(context.Background(), head, NewCache(CacheOptions{}), 0)
+	a := NewAppenderV2(context.Background(), head, NewCache(CacheOptions{}), 0)
 	defer a.Rollback()
 	defer func() {
 		if recover() == nil {

@@ -157,7 +157,7 @@ func BenchmarkAppend(b *testing.B) {
 				ts := int64(0)
 				sb := labels.NewScratchBuilder(8)
 				s := &pairSeries{} // one reused, as a decoder reuses its series view
-				var a *Appender
+				var a *AppenderV2
 				// impl=ingestkit-batch: series views as a decoder that
 				// yields batchSize at a time would reuse them.
 				views := make([]pairSeries, batchSize)
@@ -207,7 +207,7 @@ func BenchmarkAppend(b *testing.B) {
 						}
 					case "ingestkit":
 						if a == nil {
-							a = NewAppender(context.Background(), head, cache, ts)
+							a = NewAppenderV2(context.Background(), head, cache, ts)
 						} else {
 							a.Reset(context.Background(), head, ts)
 						}
@@ -229,7 +229,7 @@ func BenchmarkAppend(b *testing.B) {
 						}
 					case "ingestkit-batch":
 						if a == nil {
-							a = NewAppender(context.Background(), head, cache, ts)
+							a = NewAppenderV2(context.Background(), head, cache, ts)
 						} else {
 							a.Reset(context.Background(), head, ts)
 						}
@@ -337,7 +337,7 @@ func BenchmarkLookup(b *testing.B) {
 				}
 				hs := make([]Handle, batchSize)
 				errs := make([]error, batchSize)
-				a := NewAppender(context.Background(), head, cache, 0)
+				a := NewAppenderV2(context.Background(), head, cache, 0)
 				first := newAppendRequest(sets, identity)
 				rr := requestReader{buf: first.buf}
 				for i := range n {

@@ -30,7 +30,8 @@ type Equaler interface {
 const DefaultCacheStripes = 256
 
 // CacheOptions are the settings of a [Cache]. The zero value means the
-// defaults. It is a plain value, safe for concurrent use once built and not
+// defaults. (A cache has no clock of its own: the times it is given, by
+// the appenders and [Cache.Purge], are milliseconds since the Unix epoch.) It is a plain value, safe for concurrent use once built and not
 // modified afterwards.
 type CacheOptions struct {
 	// Stripes is the number of independently locked parts, rounded up to a
@@ -50,8 +51,8 @@ type CacheOptions struct {
 // Prometheus appends by ref without looking at the labels: a ref cached
 // from one head and used with another would write into whatever series the
 // other head gave that number (a fresh head numbers its series from 1
-// again). So a Cache serves one storage at a time, the one the [Appender]
-// or [AppenderV1] resetting it names: the first binds the cache to its
+// again). So a Cache serves one storage at a time, the one the [AppenderV2]
+// or [Appender] resetting it names: the first binds the cache to its
 // storage, and an appender given another storage (compared as interface
 // values, so a pointer such as a *tsdb.DB is compared by identity) starts
 // the cache afresh, empty, bound to the new storage; [CacheStats.Rebinds]
@@ -76,13 +77,15 @@ type CacheOptions struct {
 // lastSeriesID only grows, in tsdb/head.go getOrCreateWithOptionalID, and
 // WAL replay moves it past every replayed ref, in tsdb/head_wal.go), so a
 // stale ref names no series, the head falls back to the labels it is given
-// with the ref, and [Appender] then stores the new ref. Entries that are
+// with the ref, and [AppenderV2] then stores the new ref. Entries that are
 // not looked up are dropped by [Cache.Purge], which bounds the memory.
+// Times, as everywhere in ingestkit, are Prometheus's: milliseconds since
+// the Unix epoch, such as time.Now().UnixMilli() when a request arrives.
 //
 // Senders repeat themselves: a Prometheus remote-write shard sends the same
 // series in the same order request after request, as a scrape target
 // exposes them. So each entry also remembers which entry was looked up
-// right after it, and an [Appender] tries that guess first, without a probe
+// right after it, and an [AppenderV2] tries that guess first, without a probe
 // of the stripe's index: when it holds, a lookup reads
 // one entry, in memory allocated in the order the series were first seen.
 // A wrong guess costs one comparison of hashes and the usual lookup.
@@ -102,12 +105,27 @@ type CacheOptions struct {
 // lookups of a batch can overlap their memory reads; stores and purges take
 // a stripe's lock; binding to a storage other than the one served, and
 // [Cache.Reset], take a lock of the whole cache.
+//
+// The zero value is an empty cache with the default options, ready to use;
+// [NewCache] takes other options. A Cache must not be copied.
 type Cache struct {
-	mu      sync.Mutex // serialises binding and Reset
+	mu sync.Mutex // serialises binding, Reset and a zero cache's first table
+	// table is nil in a zero Cache until its first store or binding (see
+	// Cache.load); set under mu.
 	table   atomic.Pointer[cacheTable]
-	stripes int
-	rebinds atomic.Int64
-	resets  atomic.Int64
+	stripes int // 0 for DefaultCacheStripes; immutable
+
+	// Keeps the counters, written at every appender's commit, off the
+	// cache line of table, which every Cache.Lookup reads
+	// (BenchmarkCache).
+	_ [64]byte
+
+	// The counts of CacheStats, atomic. The appenders count their lookups
+	// and stores in their transactions and add them here at Commit,
+	// Rollback and Reset (resolver.fold), so that the hit path writes no
+	// memory that other cores read.
+	hits, guessed, misses, stores, purged atomic.Int64
+	rebinds, resets                       atomic.Int64
 }
 
 // cacheTable is the entries of one storage. A cache replaces its table,
@@ -286,7 +304,8 @@ func (e *cacheEntry) setGuess(hash uint64, next *cacheEntry) {
 	}
 }
 
-// NewCache returns an empty cache, bound to no storage yet.
+// NewCache returns an empty cache with the given options, bound to no
+// storage yet. A zero Cache is the same as NewCache(CacheOptions{}).
 func NewCache(opts CacheOptions) *Cache {
 	n := opts.Stripes
 	if n <= 0 {
@@ -296,6 +315,30 @@ func NewCache(opts CacheOptions) *Cache {
 	c := &Cache{stripes: n}
 	c.table.Store(newCacheTable(n))
 	return c
+}
+
+// load returns the cache's table, making the first one of a zero Cache.
+func (c *Cache) load() *cacheTable {
+	if t := c.table.Load(); t != nil {
+		return t
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.table.Load()
+	if t == nil {
+		t = c.newTable()
+		c.table.Store(t)
+	}
+	return t
+}
+
+// newTable returns an empty table of the cache's stripe count.
+func (c *Cache) newTable() *cacheTable {
+	n := c.stripes
+	if n == 0 {
+		n = DefaultCacheStripes
+	}
+	return newCacheTable(n)
 }
 
 func newCacheTable(n int) *cacheTable {
@@ -309,9 +352,10 @@ func newCacheTable(n int) *cacheTable {
 //
 // bind allocates only when the cache starts serving another storage.
 func (c *Cache) bind(db any) *cacheTable {
-	t := c.table.Load()
-	if b := t.bound.Load(); b != nil && sameStorage(b.storage, db) {
-		return t
+	if t := c.table.Load(); t != nil {
+		if b := t.bound.Load(); b != nil && sameStorage(b.storage, db) {
+			return t
+		}
 	}
 	return c.bindSlow(db)
 }
@@ -326,12 +370,16 @@ func (c *Cache) bindSlow(db any) *cacheTable {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.table.Load()
+	if t == nil { // a zero Cache
+		t = c.newTable()
+		c.table.Store(t)
+	}
 	b := t.bound.Load()
 	switch {
 	case b == nil:
 		t.bound.Store(&boundStorage{db})
 	case !sameStorage(b.storage, db):
-		t = newCacheTable(c.stripes)
+		t = c.newTable()
 		t.bound.Store(&boundStorage{db})
 		c.table.Store(t)
 		c.rebinds.Add(1)
@@ -357,15 +405,34 @@ func sameStorage(bound, db any) bool {
 // had until their next Reset.
 func (c *Cache) Reset() {
 	c.mu.Lock()
-	c.table.Store(newCacheTable(c.stripes))
+	c.table.Store(c.newTable())
 	c.mu.Unlock()
 	c.resets.Add(1)
 }
 
-// CacheStats describes a [Cache]: a plain value, a copy not updated
-// afterwards, safe for concurrent use.
+// CacheStats are the counts of a [Cache], as [Cache.UpdateStats] reports
+// them: a plain value that the cache fills and does not update afterwards;
+// it is not safe for concurrent use while UpdateStats writes it.
+//
+// Hits, Guessed, Misses and Stores count the lookups and stores of the
+// appenders ([Appender], [AppenderV2]), added to the cache's counts when
+// the appender's transaction is committed or rolled back (or the appender
+// reset), all of a transaction's at once: a transaction in progress is
+// not counted yet. They are the sums of the appenders' [AppenderStats]:
+// Hits of CacheHits, Guessed of Guessed, Misses of RefLookups and
+// NewSeries, Stores of CacheStores; a series refused by a lookup for its
+// error is none of them. [Cache.Lookup] counts nothing, so that a program
+// that looks series up itself from many cores writes no shared memory on
+// its hit path (BenchmarkCache); [Cache.Store] counts in Stores, and
+// [Cache.Purge] in Purged. The counts only grow, across bindings and
+// resets.
 type CacheStats struct {
-	Len int // series in the cache
+	Len     int   // series in the cache
+	Hits    int64 // lookups that found the series in the cache
+	Guessed int64 // of the hits, found as the guess of the series before (see Cache)
+	Misses  int64 // lookups that did not: the series was asked of the TSDB, or built as new
+	Stores  int64 // entries added or refreshed (new series, stale refs)
+	Purged  int64 // entries dropped by Cache.Purge
 	// Rebinds counts the times an appender gave the cache a storage other
 	// than the one it served, which emptied it. More than one per TSDB
 	// opened means the cache is shared by several storages, or that the
@@ -375,9 +442,27 @@ type CacheStats struct {
 	Resets  int64 // calls of Cache.Reset
 }
 
-// Stats returns the cache's figures.
+// Stats returns the cache's counts; see [Cache.UpdateStats].
 func (c *Cache) Stats() CacheStats {
-	return CacheStats{Len: c.Len(), Rebinds: c.rebinds.Load(), Resets: c.resets.Load()}
+	var s CacheStats
+	c.UpdateStats(&s)
+	return s
+}
+
+// UpdateStats sets *s to the cache's counts. It takes no lock and makes no
+// allocation; while appenders commit, counts read one after the other may
+// be from slightly different moments.
+func (c *Cache) UpdateStats(s *CacheStats) {
+	*s = CacheStats{
+		Len:     c.Len(),
+		Hits:    c.hits.Load(),
+		Guessed: c.guessed.Load(),
+		Misses:  c.misses.Load(),
+		Stores:  c.stores.Load(),
+		Purged:  c.purged.Load(),
+		Rebinds: c.rebinds.Load(),
+		Resets:  c.resets.Load(),
+	}
 }
 
 func (t *cacheTable) stripe(hash uint64) *cacheStripe {
@@ -387,14 +472,19 @@ func (t *cacheTable) stripe(hash uint64) *cacheStripe {
 }
 
 // Lookup returns the ref and the TSDB's labels of the series with the given
-// hash whose labels eq accepts, and marks the entry seen at now (any
-// monotonic clock in any unit, the same as [Cache.Purge] is given). ok is
+// hash whose labels eq accepts, and marks the entry seen at now, in
+// milliseconds since the Unix epoch, as Prometheus timestamps (the unit
+// [Cache.Purge] takes: time.Now().UnixMilli() when the request arrived). ok is
 // false when there is no such entry. The ref is one of the storage the
 // cache serves now (see [Cache]).
 //
-// Lookup makes no allocation.
+// Lookup makes no allocation, and counts nothing in [CacheStats].
 func (c *Cache) Lookup(hash uint64, eq Equaler, now int64) (ref storage.SeriesRef, lset labels.Labels, ok bool) {
-	e, _ := c.table.Load().lookup(nil, hash, eq, now)
+	t := c.table.Load()
+	if t == nil { // a zero Cache, empty
+		return 0, labels.EmptyLabels(), false
+	}
+	e, _ := t.lookup(nil, hash, eq, now)
 	if e == nil {
 		return 0, labels.EmptyLabels(), false
 	}
@@ -437,7 +527,7 @@ type labelsEqual struct{ ls labels.Labels }
 func (l *labelsEqual) Equal(ls labels.Labels) bool { return labels.Equal(l.ls, ls) }
 
 // Store records that the series with the given hash and labels has ref, seen
-// at now. lset must be the labels the TSDB holds for the series (or an
+// at now, in milliseconds since the Unix epoch, as [Cache.Lookup] takes it. lset must be the labels the TSDB holds for the series (or an
 // immutable copy of them): the cache keeps it and hands it out to every hit.
 // If the series is already cached, its ref and time are updated. Store
 // panics if ref is 0, which no TSDB series has. ref must be one of the
@@ -446,7 +536,8 @@ func (l *labelsEqual) Equal(ls labels.Labels) bool { return labels.Equal(l.ls, l
 //
 // Store allocates one entry for a series it did not hold.
 func (c *Cache) Store(hash uint64, ref storage.SeriesRef, lset labels.Labels, now int64) {
-	c.table.Load().store(hash, ref, lset, now)
+	c.load().store(hash, ref, lset, now)
+	c.stores.Add(1)
 }
 
 // store is Store that returns the entry.
@@ -474,7 +565,9 @@ func (t *cacheTable) store(hash uint64, ref storage.SeriesRef, lset labels.Label
 	return e
 }
 
-// Purge drops the entries last seen before keepFrom and returns how many it
+// Purge drops the entries last seen before keepFrom, in milliseconds since
+// the Unix epoch, as Prometheus timestamps (such as
+// time.Now().Add(-idleTimeout).UnixMilli()), and returns how many it
 // dropped. It takes one stripe's lock at a time, and only for a stripe that
 // has something to drop; lookups take no lock, and stores to the other
 // stripes go on.
@@ -483,6 +576,9 @@ func (t *cacheTable) store(hash uint64, ref storage.SeriesRef, lset labels.Label
 // for the entries it keeps; the old one is garbage.
 func (c *Cache) Purge(keepFrom int64) int {
 	t := c.table.Load()
+	if t == nil { // a zero Cache, empty
+		return 0
+	}
 	dropped := 0
 	for i := range t.stripes {
 		s := &t.stripes[i]
@@ -494,6 +590,7 @@ func (c *Cache) Purge(keepFrom int64) int {
 		s.mu.Unlock()
 	}
 	t.entries.Add(-int64(dropped))
+	c.purged.Add(int64(dropped))
 	return dropped
 }
 
@@ -559,4 +656,10 @@ func drop(e *cacheEntry) {
 }
 
 // Len returns the number of series in the cache, for the storage it serves.
-func (c *Cache) Len() int { return int(c.table.Load().entries.Load()) }
+func (c *Cache) Len() int {
+	t := c.table.Load()
+	if t == nil {
+		return 0
+	}
+	return int(t.entries.Load())
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 )
 
-// dbWriter appends through an Appender over a real tsdb.DB and remembers
+// dbWriter appends through an AppenderV2 over a real tsdb.DB and remembers
 // every sample it sent, to check that each one can be queried back.
 type dbWriter struct {
 	t     *testing.T
@@ -23,7 +23,7 @@ type dbWriter struct {
 
 func (w *dbWriter) round(sets []labels.Labels, ts int64) {
 	w.t.Helper()
-	a := NewAppender(context.Background(), w.db, w.cache, ts)
+	a := NewAppenderV2(context.Background(), w.db, w.cache, ts)
 	for _, ls := range sets {
 		h := mustHandle(a.Lookup(newPairSeries(ls)))
 		v := float64(ts)/1000 + float64(len(ls.String()))
@@ -55,7 +55,7 @@ func (w *dbWriter) check(what string) {
 	}
 }
 
-// TestAppenderDB writes through the Appender into a real tsdb.DB, new and
+// TestAppenderDB writes through the AppenderV2 into a real tsdb.DB, new and
 // existing series, across compaction with head garbage collection and a
 // restart with WAL replay, and queries every sample back each time.
 func TestAppenderDB(t *testing.T) {

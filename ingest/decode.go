@@ -402,7 +402,7 @@ func (s *Series) reset() {
 // that one whose caller forgets to check matches nothing: [Series.Equal]
 // is false for every label set, [Series.Hash] and [Series.TenantHash] are
 // 0, [Series.Labels] and [Series.ScratchLabels] are empty, RangeLabels
-// calls nothing, Metadata reports none, and [Appender.Lookup] refuses it
+// calls nothing, Metadata reports none, and [AppenderV2.Lookup] refuses it
 // with [ErrInvalidSeries]. Its samples are decoded but belong to no known
 // series.
 func (s *Series) Err() error { return s.err }

@@ -3,7 +3,7 @@
 // a decoder that yields each series' labels as pairs aliasing that buffer
 // with their Prometheus hash computed in the same pass ([Decoder]), and an
 // appender that finds a series the TSDB already holds by that hash in a
-// ref cache kept across requests ([Cache], [Appender], [AppenderV1]), so
+// ref cache kept across requests ([Cache], [Appender], [AppenderV2]), so
 // that its labels are neither hashed again, nor copied, nor looked up in
 // the head. Only a new series has its labels built, once. The same hash
 // feeds the active-series tracker of package ingest/activeseries and, with
@@ -16,7 +16,7 @@
 // Concurrency: [Cache] and [BodyReader] are safe for concurrent use and
 // meant to be shared (one cache per TSDB or tenant: an appender binds its
 // cache to the storage it opens its transaction on, and a cache given
-// another storage starts empty); a [Decoder], an [Appender] and the views
+// another storage starts empty); a [Decoder], an [AppenderV2] and the views
 // they hand out are for one goroutine at a time, and are reused across
 // requests. Allocations: in the steady state, reading a body with a known
 // length into a pooled buffer, decoding a float series and resolving and

@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// ErrExemplarsUnsupported is returned by [Appender.AppendExemplars] when the
+// ErrExemplarsUnsupported is returned by [AppenderV2.AppendExemplars] when the
 // wrapped storage.AppenderV2 does not implement storage.ExemplarAppenderV2.
 var ErrExemplarsUnsupported = errors.New("ingest: appender does not implement storage.ExemplarAppenderV2")
 
@@ -84,8 +84,8 @@ var (
 	// which Prometheus's ToLabels, ToExemplar and ToMetadata fail.
 	ErrSymbolRef = errors.New("ingest: symbol reference outside the symbols table")
 
-	// ErrInvalidSeries is returned by [Appender.Lookup] and
-	// [AppenderV1.Lookup] for a series whose Err method reports an error
+	// ErrInvalidSeries is returned by [AppenderV2.Lookup] and
+	// [Appender.Lookup] for a series whose Err method reports an error
 	// (a 2.0 [Series] whose label or metadata references do not resolve);
 	// the error returned also wraps the series' own error, [ErrSymbolRef]
 	// for a Series. Such a series has no labels and must not be appended:

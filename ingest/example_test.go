@@ -17,7 +17,7 @@ import (
 // decoded in place; every series is resolved by the hash computed while
 // decoding, and only the first request, which brings the series, builds
 // labels.
-func ExampleAppender() {
+func ExampleAppenderV2() {
 	dir, _ := os.MkdirTemp("", "ingestkit-example")
 	defer os.RemoveAll(dir)
 	opts := tsdb.DefaultHeadOptions()
@@ -45,7 +45,7 @@ func ExampleAppender() {
 
 	cache := ingest.NewCache(ingest.CacheOptions{})
 	var d ingest.Decoder
-	var a *ingest.Appender
+	var a *ingest.AppenderV2
 	for i, ts := range []int64{1000, 2000, 3000} {
 		if err := d.Reset(request(ts), remoteapi.WriteV1MessageType); err != nil {
 			panic(err)
@@ -54,7 +54,7 @@ func ExampleAppender() {
 		// the cache to head: a cache used with another storage later
 		// starts empty rather than hand out head's refs.
 		if a == nil {
-			a = ingest.NewAppender(context.Background(), head, cache, ts)
+			a = ingest.NewAppenderV2(context.Background(), head, cache, ts)
 		} else {
 			a.Reset(context.Background(), head, ts)
 		}
@@ -81,9 +81,12 @@ func ExampleAppender() {
 		fmt.Printf("request %d: %+v\n", i+1, a.Stats())
 	}
 	fmt.Println("series in head:", head.NumSeries(), "cached:", cache.Len())
+	// The cache's counts are the appenders' summed, added at each Commit.
+	fmt.Printf("cache: %+v\n", cache.Stats())
 	// Output:
 	// request 1: {CacheHits:0 Guessed:0 RefLookups:0 NewSeries:3 CacheStores:3}
 	// request 2: {CacheHits:3 Guessed:2 RefLookups:0 NewSeries:0 CacheStores:0}
 	// request 3: {CacheHits:3 Guessed:2 RefLookups:0 NewSeries:0 CacheStores:0}
 	// series in head: 3 cached: 3
+	// cache: {Len:3 Hits:6 Guessed:4 Misses:3 Stores:3 Purged:0 Rebinds:0 Resets:0}
 }

@@ -55,7 +55,7 @@ func Example_forkDecoded() {
 	var b iklabels.HashedBuilder                    // one per worker, reset per series
 	for i, ts := range []int64{1000, 2000} {
 		req := decoded(ts)
-		a := ingest.NewAppenderV1(context.Background(), head, cache, ts)
+		a := ingest.NewAppender(context.Background(), head, cache, ts)
 		for _, series := range req.Timeseries {
 			b.Reset()
 			for _, l := range series.Labels {

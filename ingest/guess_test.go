@@ -106,7 +106,7 @@ func TestAppenderConcurrentGuesses(t *testing.T) {
 					rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 				}
 				ts := int64(round*writers+w) * 1000
-				a := NewAppender(context.Background(), head, cache, ts)
+				a := NewAppenderV2(context.Background(), head, cache, ts)
 				// Writers 2 and 3 resolve 70 series at a time with
 				// LookupBatch, the others one by one.
 				series := make([]SeriesLabels, len(order))

@@ -58,7 +58,7 @@ type pendingExemplar struct {
 }
 
 // AppendExemplars implements [ExemplarAppender].
-func (x *ringAppender) AppendExemplars(a *ingest.Appender, h *ingest.Handle, es []exemplar.Exemplar) error {
+func (x *ringAppender) AppendExemplars(a *ingest.AppenderV2, h *ingest.Handle, es []exemplar.Exemplar) error {
 	// The head's own check that it holds the series, with no exemplars
 	// for its storage (off, with the ring).
 	if err := a.AppendExemplars(h, nil); err != nil {

@@ -25,6 +25,11 @@ var counterStats = []struct {
 	{"series_received_total", "Series received, once per request.", func(s *Stats) int64 { return s.Series }},
 	{"new_series_total", "Series whose labels were built because neither the ref cache nor the TSDB held them.", func(s *Stats) int64 { return s.NewSeries }},
 	{"invalid_samples_total", "Samples of series rejected for their labels.", func(s *Stats) int64 { return s.InvalidSamples }},
+	{"cache_hits_total", "Series found in the series ref cache.", func(s *Stats) int64 { return s.Cache.Hits }},
+	{"cache_guess_hits_total", "Of the series found in the ref cache, those found as the guess of the series before.", func(s *Stats) int64 { return s.Cache.Guessed }},
+	{"cache_misses_total", "Series not found in the series ref cache, asked of the TSDB.", func(s *Stats) int64 { return s.Cache.Misses }},
+	{"cache_stores_total", "Entries added to or refreshed in the series ref cache.", func(s *Stats) int64 { return s.Cache.Stores }},
+	{"cache_purged_series_total", "Entries dropped from the series ref cache by purges.", func(s *Stats) int64 { return s.Cache.Purged }},
 }
 
 func newCollector(r *Receiver) *collector {

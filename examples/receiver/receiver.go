@@ -190,7 +190,7 @@ type ExemplarStore interface {
 //
 // An ExemplarAppender is not safe for concurrent use.
 type ExemplarAppender interface {
-	AppendExemplars(a *ingest.Appender, h *ingest.Handle, es []exemplar.Exemplar) error
+	AppendExemplars(a *ingest.AppenderV2, h *ingest.Handle, es []exemplar.Exemplar) error
 	Commit()
 	Rollback()
 }
@@ -202,7 +202,7 @@ type tsdbExemplars struct{}
 
 func (tsdbExemplars) NewExemplarAppender() ExemplarAppender { return tsdbExemplars{} }
 
-func (tsdbExemplars) AppendExemplars(a *ingest.Appender, h *ingest.Handle, es []exemplar.Exemplar) error {
+func (tsdbExemplars) AppendExemplars(a *ingest.AppenderV2, h *ingest.Handle, es []exemplar.Exemplar) error {
 	return a.AppendExemplars(h, es)
 }
 
@@ -214,7 +214,7 @@ func (tsdbExemplars) Rollback() {}
 // [ingest.BodyReader] that reads and snappy-decodes each body into a pooled
 // buffer within limits, an [ingest.Decoder] that walks the protobuf in
 // place and hashes each series' labels in the same pass, an
-// [ingest.Appender] that finds series the TSDB holds in an [ingest.Cache] by
+// [ingest.AppenderV2] that finds series the TSDB holds in an [ingest.Cache] by
 // that hash, an [iklabels.Table] that interns the strings of new series (in
 // the slicelabels build), an [activeseries.Tracker] of active series, and
 // optionally a [hashring.Ring] that reports owners.
@@ -280,6 +280,9 @@ type Stats struct {
 	RefusedSamples int64 // their samples and histogram samples
 	ActiveSeries   int   // series seen since the last Purge that could drop them
 	CachedSeries   int   // entries of the ref cache
+	// Cache is the ref cache's counts: its hits, misses, stores and purges
+	// (Cache.Len is CachedSeries).
+	Cache ingest.CacheStats
 	// Owned counts the series of each ring endpoint, by address, once per
 	// request and replica; nil without a ring.
 	Owned map[string]int64
@@ -350,7 +353,8 @@ func (r *Receiver) UpdateStats(s *Stats) {
 	s.Series, s.NewSeries, s.InvalidSamples = c.series.Load(), c.newSeries.Load(), c.invalidSamples.Load()
 	s.RefusedSeries, s.RefusedSamples = c.refusedSeries.Load(), c.refusedSamples.Load()
 	s.ActiveSeries = r.tracker.Active()
-	s.CachedSeries = r.cache.Len()
+	r.cache.UpdateStats(&s.Cache)
+	s.CachedSeries = s.Cache.Len
 	if r.ring != nil {
 		if s.Owned == nil {
 			s.Owned = make(map[string]int64, r.ring.Len())
@@ -471,7 +475,7 @@ func parseContentType(ct string) (remoteapi.WriteMessageType, error) {
 type worker struct {
 	r        *Receiver
 	dec      ingest.Decoder
-	app      *ingest.Appender
+	app      *ingest.AppenderV2
 	ex       ExemplarAppender
 	errs     errList
 	h        ingest.Handle // the current series'
@@ -573,7 +577,7 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 	// The appender opens the transaction on r.db itself, which binds the
 	// cache to r.db: refs of another storage are never used.
 	if wk.app == nil {
-		wk.app = ingest.NewAppender(ctx, r.db, r.cache, nowMs)
+		wk.app = ingest.NewAppenderV2(ctx, r.db, r.cache, nowMs)
 	} else {
 		wk.app.Reset(ctx, r.db, nowMs)
 	}
@@ -806,7 +810,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 // appendHistogram appends one native histogram sample as Prometheus's
 // time-limit appender does: rejected if too far ahead, reduced to the
 // largest exponential schema if its schema is a reserved larger one.
-func appendHistogram(a *ingest.Appender, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample, opts storage.AOptions) error {
+func appendHistogram(a *ingest.AppenderV2, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample, opts storage.AOptions) error {
 	if hs.Timestamp > maxTime {
 		return errTooFarInFuture
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
 )
 
@@ -154,6 +155,9 @@ func TestEndpoints(t *testing.T) {
 		"ingestkit_receiver_samples_total 40",
 		"ingestkit_receiver_active_series 40",
 		"ingestkit_receiver_new_series_total 40",
+		"ingestkit_receiver_cache_misses_total 40",
+		"ingestkit_receiver_cache_stores_total 40",
+		"ingestkit_receiver_cache_hits_total 0",
 		`ingestkit_receiver_request_duration_seconds_count{code="204"} 1`,
 	} {
 		if !strings.Contains(metrics, want+"\n") {
@@ -249,5 +253,10 @@ func TestPurgeResetsInterner(t *testing.T) {
 	serve(1) // the same series again, after the reset
 	if got := r.Stats().Samples; got != 100 {
 		t.Fatalf("Stats().Samples = %d after two requests of 50 series, want 100", got)
+	}
+	// The second request found its series in the head (GetRef), not in
+	// the purged cache, and stored them again.
+	if got, want := r.Stats().Cache, (ingest.CacheStats{Len: 50, Misses: 100, Stores: 100, Purged: 50}); got != want {
+		t.Fatalf("Stats().Cache = %+v, want %+v", got, want)
 	}
 }

@@ -603,6 +603,7 @@ func TestTenantsEndpoints(t *testing.T) {
 		`ingestkit_receiver_active_series{tenant="a"} 2`,
 		`ingestkit_receiver_head_series{tenant="b"} 2`,
 		`ingestkit_receiver_cached_series{tenant="b"} 2`,
+		`ingestkit_receiver_cache_stores_total{tenant="b"} 2`,
 		`ingestkit_receiver_samples_total{tenant="a"} 2`,
 		`ingestkit_receiver_discarded_series_total{reason="per_tenant_series_limit",tenant="b"} 2`,
 		`ingestkit_receiver_discarded_samples_total{reason="per_tenant_series_limit",tenant="b"} 2`,

@@ -334,7 +334,8 @@ func TestTrackerCollisions(t *testing.T) {
 }
 
 // TestTrackerZeroValue checks that a zero Tracker reads as empty and that
-// an update of it panics with the package's name, not an index error.
+// an update or a reload of it panics with the package's name, not an index
+// error.
 func TestTrackerZeroValue(t *testing.T) {
 	var tr Tracker
 	if got := tr.Active(); got != 0 {
@@ -355,6 +356,7 @@ func TestTrackerZeroValue(t *testing.T) {
 	}{
 		{"Update", func() { tr.Update(ls.Hash(), ls, 1) }},
 		{"UpdateHistogram", func() { tr.UpdateHistogram(ls.Hash(), ls, 1, 1) }},
+		{"ReloadCustomTrackers", func() { _ = tr.ReloadCustomTrackers(nil) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {

@@ -17,6 +17,14 @@ import (
 // can be appended at all. [Series] implements it. An appender calls a
 // SeriesLabels from the goroutine that called it, during the call only, so
 // an implementation need not be safe for concurrent use.
+//
+// A SeriesLabels may also have a method ScratchLabels() labels.Labels that
+// returns its labels built in a buffer it reuses, valid until it changes.
+// For a series not in the cache, an appender then asks the TSDB for it
+// with those (storage.GetRef) and calls Labels only if the TSDB does not
+// hold it, so that a series the TSDB holds, after a restart say, costs no
+// allocation to resolve. [Series] and the HashedBuilder of package
+// github.com/ingestkit/ingestkit/labels have it.
 type SeriesLabels interface {
 	// Err returns why the series cannot be appended (its labels could not
 	// be decoded), or nil. Lookup refuses a series with an error, whatever
@@ -30,8 +38,8 @@ type SeriesLabels interface {
 	Labels() labels.Labels
 }
 
-// scratchLabeler is implemented by series that can build their labels in a
-// reused buffer, for a lookup that keeps nothing ([Series] does).
+// scratchLabeler is the optional method of a SeriesLabels: its labels
+// built in a reused buffer, for a lookup that keeps nothing.
 type scratchLabeler interface {
 	ScratchLabels() labels.Labels
 }

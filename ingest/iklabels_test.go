@@ -1,6 +1,11 @@
 package ingest_test
 
 import (
+	"context"
+	"testing"
+
+	"github.com/prometheus/prometheus/tsdb"
+
 	"github.com/ingestkit/ingestkit/ingest"
 	iklabels "github.com/ingestkit/ingestkit/labels"
 )
@@ -19,4 +24,48 @@ var _ = func(d *ingest.Decoder, s *ingest.Series, in iklabels.Interner) {
 	d.SetInterner(in)
 	s.OwnedMetadata(new(iklabels.Table))
 	s.OwnedMetadata(in)
+}
+
+// hiddenScratch is a HashedBuilder without its ScratchLabels method.
+type hiddenScratch struct{ *iklabels.HashedBuilder }
+
+func (h hiddenScratch) ScratchLabels() {} // not the optional method's signature
+
+// TestHashedBuilderScratchLookup resolves a series that a real head holds
+// but a fresh cache does not, as after a restart: with the
+// HashedBuilder's ScratchLabels the appender asks the head with labels in
+// a reused buffer, without it it has to build them first.
+func TestHashedBuilderScratchLookup(t *testing.T) {
+	opts := tsdb.DefaultHeadOptions()
+	opts.ChunkDirRoot = t.TempDir()
+	head, err := tsdb.NewHead(nil, nil, nil, nil, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { head.Close() })
+	var b iklabels.HashedBuilder
+	b.AddString("__name__", "up")
+	b.AddString("job", "node")
+	app := head.Appender(context.Background())
+	if _, err := app.Append(0, b.Labels(), 1000, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := app.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func(s ingest.SeriesLabels) func() {
+		return func() {
+			a := ingest.NewAppender(context.Background(), head, ingest.NewCache(ingest.CacheOptions{}), 2000)
+			h, err := a.Lookup(s)
+			if err != nil || h.Ref() == 0 {
+				t.Fatalf("Lookup = %v, %v; want the head's series", h.Ref(), err)
+			}
+			_ = a.Rollback()
+		}
+	}
+	with := testing.AllocsPerRun(50, lookup(&b))
+	without := testing.AllocsPerRun(50, lookup(hiddenScratch{&b}))
+	if with >= without {
+		t.Errorf("Lookup of a head's series allocates %v times with ScratchLabels, %v without; want fewer with", with, without)
+	}
 }

@@ -151,8 +151,9 @@ func (b *HashedBuilder) Range(f func(name, value string)) { b.s.Range(f) }
 // labels it built, after decoding: a 1.0 series is skipped while the
 // request still succeeds, a 2.0 one makes the request's answer a 400 once
 // the rest is written, and both count their samples in
-// prometheus_api_remote_write_invalid_labels_samples_total. A caller of the appender validates likewise, for a series
-// whose handle is not cached; the TSDB head itself refuses repeated names.
+// prometheus_api_remote_write_invalid_labels_samples_total. A caller of
+// the appender validates likewise, for a series whose handle is not
+// cached; the TSDB head itself refuses repeated names.
 func (b *HashedBuilder) Err() error { return nil }
 
 // Labels builds the label set of the pairs, sorted by name. Bytes given to
@@ -164,6 +165,18 @@ func (b *HashedBuilder) Err() error { return nil }
 // data); see [HashedBuilder.SetInterner] and [HashedBuilder.SetSymbolTable]
 // for the other builds.
 func (b *HashedBuilder) Labels() labels.Labels { return b.s.Labels() }
+
+// ScratchLabels returns the label set of the pairs, sorted by name, built
+// in a buffer the HashedBuilder reuses: it may alias the bytes given to
+// [HashedBuilder.Add] and is valid only until the next change to the
+// HashedBuilder. It is for a lookup that keeps nothing, such as a TSDB's
+// GetRef: package github.com/ingestkit/ingestkit/ingest's appenders probe
+// the TSDB with it for a series that is not in their cache, and call
+// [HashedBuilder.Labels] only for a series the TSDB does not hold.
+//
+// ScratchLabels makes no allocation once the buffer has grown, in the
+// default and dedupelabels builds; in the slicelabels build neither.
+func (b *HashedBuilder) ScratchLabels() labels.Labels { return b.s.Scratch() }
 
 // Hashed builds the label set of the pairs, as [HashedBuilder.Labels] does,
 // together with its hash, which it has computed already. It makes the

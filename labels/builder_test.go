@@ -268,6 +268,7 @@ func TestBuilderAllocs(t *testing.T) {
 		{"Equal", 0, func() { _ = b.Equal(ls) }},
 		{"Labels", labelsAllocs, func() { fill(); _ = b.Labels() }},
 		{"Hashed", labelsAllocs, func() { fill(); _ = b.Hashed() }},
+		{"ScratchLabels", 0, func() { fill(); _ = b.ScratchLabels() }},
 		{"FromLabels", 0, func() { _ = FromLabels(ls) }},
 	} {
 		if got := testing.AllocsPerRun(200, tc.f); got != tc.want {

@@ -10,6 +10,14 @@ import (
 	"github.com/ingestkit/ingestkit/internal/bytestr"
 )
 
+// dropScratch lets go of what Scratch's result refers to, the previous
+// series' strings (views of a request buffer), and keeps its backing array
+// for the next Scratch, which then makes no allocation.
+func (b *Set) dropScratch() {
+	clear(b.scratch)
+	b.scratch = b.scratch[:0]
+}
+
 // fill puts the sorted pairs into the ScratchBuilder.
 func (b *Set) fill() {
 	b.sb.Reset()

@@ -4,6 +4,11 @@ package labelset
 
 import "github.com/prometheus/prometheus/model/labels"
 
+// dropScratch lets go of what Scratch's result refers to: the previous
+// series' bytes. Scratch writes a new result into the ScratchBuilder's own
+// buffer, so there is nothing to keep.
+func (b *Set) dropScratch() { b.scratch = labels.EmptyLabels() }
+
 // fill puts the sorted pairs into the ScratchBuilder.
 func (b *Set) fill() {
 	b.sb.Reset()

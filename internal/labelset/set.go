@@ -84,7 +84,7 @@ func (b *Set) Reset() {
 	b.tenant = ""
 	clear(b.pairs) // drop references to the previous request's memory
 	b.pairs = b.pairs[:0]
-	b.scratch = labels.EmptyLabels()
+	b.dropScratch()
 	b.unsorted = false
 	b.reordered, b.sortedOK = false, false
 }
@@ -98,6 +98,7 @@ func (b *Set) Trim(maxPairs int) {
 		b.pairs = nil
 		b.sb = labels.ScratchBuilder{}
 		b.sbReady = false
+		b.scratch = labels.EmptyLabels()
 	}
 }
 

@@ -49,8 +49,8 @@ type Options struct {
 // the garbage collector never reads them: of a ring, it reads only the
 // labels, a third of its memory in the default build. A grow allocates
 // the slots it adds and their labels, not a new ring (see [Ring.Resize]).
-// Per series, a 48-byte entry (56) and a map slot keyed by the 8-byte
-// hash.
+// Per series, a 48-byte entry (56) and 16 to 32 bytes of index: two to
+// four 8-byte slots of a table kept at most half full (see index).
 // The labels themselves are kept by reference, never copied. A series that
 // takes exemplars far out of order also keeps, while it has more than a few
 // dozen exemplars, the positions of its exemplars in time order, 4 bytes
@@ -92,10 +92,10 @@ type Ring struct {
 	// series holds the series that have exemplars, by id; series[0] is
 	// unused, so that id 0 means none. Guarded by mu.
 	series  []seriesEntry
-	free    uint32            // the first unused entry of series, chained by link; guarded by mu
-	nseries int               // series with exemplars; guarded by mu
-	index   map[uint64]uint32 // the first series with each hash; guarded by mu
-	orders  int               // series with an order; guarded by mu
+	free    uint32 // the first unused entry of series, chained by link; guarded by mu
+	nseries int    // series with exemplars; guarded by mu
+	index   index  // the first series with each hash; guarded by mu
+	orders  int    // series with an order; guarded by mu
 
 	appended   uint64 // exemplars added; guarded by mu
 	outOfOrder uint64 // adds rejected as out of order; guarded by mu
@@ -172,7 +172,7 @@ func New(size int64, opts Options) *Ring {
 	r := &Ring{
 		size:   n,
 		window: max(opts.OutOfOrderTimeWindow, 0),
-		index:  make(map[uint64]uint32, n/16),
+		index:  makeIndex(n / 16),
 		series: make([]seriesEntry, 1, 1+n/16),
 	}
 	if n > 0 {
@@ -272,7 +272,7 @@ func (r *Ring) ValidateExemplarHash(hash uint64, lset labels.Labels, e exemplar.
 
 // lookup returns the id of the series lset, or 0. Called with mu held.
 func (r *Ring) lookup(hash uint64, lset labels.Labels) uint32 {
-	for id := r.index[hash]; id != 0; id = r.series[id].chain() {
+	for id := r.index.head(r.series, hash); id != 0; id = r.series[id].chain() {
 		if labels.Equal(r.series[id].lset, lset) {
 			return id
 		}
@@ -450,8 +450,7 @@ func (r *Ring) unlink(pos int32) bool {
 // newSeries adds a series without exemplars and returns its id. Called
 // with mu.
 func (r *Ring) newSeries(hash uint64, lset labels.Labels) uint32 {
-	if r.index == nil { // released by a resize to zero
-		r.index = make(map[uint64]uint32)
+	if r.series == nil { // released by a resize to zero
 		r.series = make([]seriesEntry, 1, 16)
 	}
 	id := r.free
@@ -461,8 +460,8 @@ func (r *Ring) newSeries(hash uint64, lset labels.Labels) uint32 {
 		id = uint32(len(r.series))
 		r.series = append(r.series, seriesEntry{})
 	}
-	r.series[id] = seriesEntry{lset: lset, hash: hash, oldest: none, newest: none, link: r.index[hash]}
-	r.index[hash] = id
+	r.series[id] = seriesEntry{lset: lset, hash: hash, oldest: none, newest: none, link: r.index.head(r.series, hash)}
+	r.index.set(r.series, hash, id)
 	r.nseries++
 	return id
 }
@@ -471,11 +470,11 @@ func (r *Ring) newSeries(hash uint64, lset labels.Labels) uint32 {
 // index. Called with mu.
 func (r *Ring) removeSeries(id uint32) {
 	s := &r.series[id]
-	if head := r.index[s.hash]; head == id {
+	if head := r.index.head(r.series, s.hash); head == id {
 		if s.chain() != 0 {
-			r.index[s.hash] = s.chain()
+			r.index.set(r.series, s.hash, s.chain())
 		} else {
-			delete(r.index, s.hash)
+			r.index.remove(r.series, s.hash)
 		}
 	} else {
 		p := head

@@ -298,7 +298,7 @@ func TestResizeAllocations(t *testing.T) {
 			if got := ring.Stats().Exemplars; got != st.wantExemplars {
 				t.Errorf("after Resize(%d) = %d, Stats().Exemplars = %d, want %d", st.to, kept, got, st.wantExemplars)
 			}
-			if st.to == 0 && (ring.segs != nil || ring.first != nil || ring.firstLabels != nil || ring.series != nil || ring.index != nil) {
+			if st.to == 0 && (ring.segs != nil || ring.first != nil || ring.firstLabels != nil || ring.series != nil || ring.index.slots != nil) {
 				t.Errorf("after Resize(0), the ring keeps %d segments, %d series entries and an index", len(ring.segs), cap(ring.series))
 			}
 			total := 0

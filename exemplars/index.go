@@ -73,15 +73,19 @@ func (x *index) find(series []seriesEntry, hash uint64) (uint64, bool) {
 	}
 }
 
-// head returns the first series with hash, or 0.
+// head returns the first series with hash, or 0. It is find's loop
+// again rather than a call of it: it is on the path of every add.
 func (x *index) head(series []seriesEntry, hash uint64) uint32 {
 	if x.n == 0 {
 		return 0
 	}
-	if i, ok := x.find(series, hash); ok {
-		return x.slots[i].id
+	mask := uint64(len(x.slots) - 1)
+	for i := x.home(hash); ; i = (i + 1) & mask {
+		s := x.slots[i]
+		if s.id == 0 || s.tag == tagOf(hash) && series[s.id].hash == hash {
+			return s.id
+		}
 	}
-	return 0
 }
 
 // set makes id the first series with hash, whose entry in series holds

@@ -92,7 +92,7 @@ func (r *Ring) shrink(n int) {
 		for k := range drop {
 			i := int32((first + k) % old)
 			id := r.at(i).series
-			if r.unlink(i) {
+			if r.unlink(r.at(i), i) {
 				r.removeSeries(id)
 			}
 			*r.at(i) = slot{}

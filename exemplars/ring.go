@@ -319,9 +319,12 @@ func (r *Ring) validate(id uint32, e exemplar.Exemplar, appended bool) error {
 // string has no more characters than bytes, so only label sets of more
 // bytes than that are counted by character.
 func labelsShortEnough(ls labels.Labels) bool {
-	if byteSize(ls) <= exemplar.ExemplarMaxLabelSetLength {
-		return true
-	}
+	return byteSize(ls) <= exemplar.ExemplarMaxLabelSetLength || runesShortEnough(ls)
+}
+
+// runesShortEnough is labelsShortEnough's count by character, apart so
+// that the test of the length inlines.
+func runesShortEnough(ls labels.Labels) bool {
 	n := 0
 	ls.Range(func(l labels.Label) { n += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value) })
 	return n <= exemplar.ExemplarMaxLabelSetLength
@@ -347,8 +350,10 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	ins := int32(none)
 	ooo := false
 	if exists {
+		// The newest first: an exemplar in order, the usual one, then
+		// reads no other slot.
 		s := &r.series[id]
-		ooo = e.Ts >= r.at(s.oldest).ts && e.Ts < r.at(s.newest).ts
+		ooo = e.Ts < r.at(s.newest).ts && e.Ts >= r.at(s.oldest).ts
 		if ooo {
 			ins = r.before(id, e.Ts)
 			if r.at(ins).ts == e.Ts {
@@ -360,8 +365,9 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	}
 
 	pos := r.next
-	if old := r.at(pos).series; old != 0 {
-		if r.unlink(pos) {
+	sl := r.at(pos)
+	if old := sl.series; old != 0 {
+		if r.unlink(sl, pos) {
 			if old == id {
 				exists = false // the series keeps its entry and starts a new list
 			} else {
@@ -375,27 +381,26 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 		r.live++
 	}
 
-	sl := r.at(pos)
-	*sl = slot{value: e.Value, ts: e.Ts, series: id, hasTs: e.HasTs}
-	*r.labelsAt(pos) = e.Labels
+	// Slot pos is on no list now: the links are set around it first, and
+	// the slot is written once, at the end.
+	prev, next := int32(none), int32(none)
 	s := &r.series[id]
 	s.n++
 	switch {
 	case !exists:
 		s.oldest, s.newest = pos, pos
-		sl.prev, sl.next = none, none
 		s.link &^= unsorted
 		r.dropOrder(s)
 	case e.Ts >= r.at(s.newest).ts:
 		r.at(s.newest).next = pos
-		sl.prev, sl.next = s.newest, none
+		prev = s.newest
 		s.newest = pos
 		if s.order != nil {
 			s.order.insert(s.order.len(), pos)
 		}
 	case e.Ts < r.at(s.oldest).ts:
 		r.at(s.oldest).prev = pos
-		sl.prev, sl.next = none, s.oldest
+		next = s.oldest
 		s.oldest = pos
 		s.link |= unsorted
 		if s.order != nil {
@@ -403,7 +408,7 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 		}
 	default:
 		after := r.at(ins).next
-		sl.prev, sl.next = ins, after
+		prev, next = ins, after
 		r.at(ins).next = pos
 		if after != none {
 			r.at(after).prev = pos
@@ -413,6 +418,8 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 			s.order.insert(r.upper(s.order, e.Ts), pos)
 		}
 	}
+	*sl = slot{value: e.Value, ts: e.Ts, prev: prev, next: next, series: id, hasTs: e.HasTs}
+	*r.labelsAt(pos) = e.Labels
 
 	r.next++
 	if int(r.next) == r.size {
@@ -422,12 +429,11 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	return nil
 }
 
-// unlink takes slot pos off its series' list and empties it (but leaves
+// unlink takes slot pos, sl, off its series' list and empties it (but leaves
 // its contents, which the caller overwrites or clears), as Prometheus's
 // removeExemplar. It reports whether the series has no exemplar left.
 // Called with mu.
-func (r *Ring) unlink(pos int32) bool {
-	sl := r.at(pos)
+func (r *Ring) unlink(sl *slot, pos int32) bool {
 	s := &r.series[sl.series]
 	if s.order != nil {
 		r.orderRemove(s, pos)

@@ -213,7 +213,13 @@ func (r *Ring) SetOutOfOrderTimeWindow(d int64) {
 // AddExemplar adds e to the series lset, computing lset.Hash() once; see
 // [Ring.AddExemplarHash].
 func (r *Ring) AddExemplar(lset labels.Labels, e exemplar.Exemplar) error {
-	return r.AddExemplarHash(lset.Hash(), lset, e)
+	// AddExemplarHash's body rather than a call of it, which does not
+	// inline: this is the add of every Prometheus caller.
+	hash := lset.Hash()
+	r.mu.Lock()
+	err := r.add(hash, lset, e)
+	r.mu.Unlock()
+	return err
 }
 
 // AddExemplarHash adds e to the series lset, whose hash is hash: the value
@@ -418,7 +424,10 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 			s.order.insert(r.upper(s.order, e.Ts), pos)
 		}
 	}
-	*sl = slot{value: e.Value, ts: e.Ts, prev: prev, next: next, series: id, hasTs: e.HasTs}
+	// Field by field: assigning a slot literal builds it on the stack with
+	// narrow stores and copies it with wide loads, which wait for those
+	// stores (BenchmarkAddExemplarSteady's profile has them).
+	sl.value, sl.ts, sl.prev, sl.next, sl.series, sl.hasTs = e.Value, e.Ts, prev, next, id, e.HasTs
 	*r.labelsAt(pos) = e.Labels
 
 	r.next++

@@ -50,7 +50,9 @@ type Options struct {
 // labels, a third of its memory in the default build. A grow allocates
 // the slots it adds and their labels, not a new ring (see [Ring.Resize]).
 // Per series, a 48-byte entry (56) and 16 to 32 bytes of index: two to
-// four 8-byte slots of a table kept at most half full (see index).
+// four 8-byte slots of a table kept at most half full, sized for the
+// larger of size/16 series and the most series the ring has held at
+// once (it is released only by a resize to zero).
 // The labels themselves are kept by reference, never copied. A series that
 // takes exemplars far out of order also keeps, while it has more than a few
 // dozen exemplars, the positions of its exemplars in time order, 4 bytes

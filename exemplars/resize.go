@@ -92,7 +92,7 @@ func (r *Ring) shrink(n int) {
 		for k := range drop {
 			i := int32((first + k) % old)
 			id := r.at(i).series
-			if r.unlink(i) {
+			if r.unlink(r.at(i), i) {
 				r.removeSeries(id)
 			}
 			*r.at(i) = slot{}
@@ -104,7 +104,7 @@ func (r *Ring) shrink(n int) {
 		// Release everything: a ring of size zero is disabled, and may stay so.
 		r.first, r.firstLabels, r.segs, r.segBuf = nil, nil, nil, [maxSegs]segment{}
 		r.size, r.next = 0, 0
-		r.series, r.free, r.index = nil, 0, nil
+		r.series, r.free, r.index = nil, 0, index{}
 		return
 	}
 

@@ -49,8 +49,10 @@ type Options struct {
 // the garbage collector never reads them: of a ring, it reads only the
 // labels, a third of its memory in the default build. A grow allocates
 // the slots it adds and their labels, not a new ring (see [Ring.Resize]).
-// Per series, a 48-byte entry (56) and a map slot keyed by the 8-byte
-// hash.
+// Per series, a 48-byte entry (56) and 16 to 32 bytes of index: two to
+// four 8-byte slots of a table kept at most half full, sized for the
+// larger of size/16 series and the most series the ring has held at
+// once (it is released only by a resize to zero).
 // The labels themselves are kept by reference, never copied. A series that
 // takes exemplars far out of order also keeps, while it has more than a few
 // dozen exemplars, the positions of its exemplars in time order, 4 bytes
@@ -92,10 +94,10 @@ type Ring struct {
 	// series holds the series that have exemplars, by id; series[0] is
 	// unused, so that id 0 means none. Guarded by mu.
 	series  []seriesEntry
-	free    uint32            // the first unused entry of series, chained by link; guarded by mu
-	nseries int               // series with exemplars; guarded by mu
-	index   map[uint64]uint32 // the first series with each hash; guarded by mu
-	orders  int               // series with an order; guarded by mu
+	free    uint32 // the first unused entry of series, chained by link; guarded by mu
+	nseries int    // series with exemplars; guarded by mu
+	index   index  // the first series with each hash; guarded by mu
+	orders  int    // series with an order; guarded by mu
 
 	appended   uint64 // exemplars added; guarded by mu
 	outOfOrder uint64 // adds rejected as out of order; guarded by mu
@@ -172,7 +174,7 @@ func New(size int64, opts Options) *Ring {
 	r := &Ring{
 		size:   n,
 		window: max(opts.OutOfOrderTimeWindow, 0),
-		index:  make(map[uint64]uint32, n/16),
+		index:  makeIndex(n / 16),
 		series: make([]seriesEntry, 1, 1+n/16),
 	}
 	if n > 0 {
@@ -213,7 +215,13 @@ func (r *Ring) SetOutOfOrderTimeWindow(d int64) {
 // AddExemplar adds e to the series lset, computing lset.Hash() once; see
 // [Ring.AddExemplarHash].
 func (r *Ring) AddExemplar(lset labels.Labels, e exemplar.Exemplar) error {
-	return r.AddExemplarHash(lset.Hash(), lset, e)
+	// AddExemplarHash's body rather than a call of it, which does not
+	// inline: this is the add of every Prometheus caller.
+	hash := lset.Hash()
+	r.mu.Lock()
+	err := r.add(hash, lset, e)
+	r.mu.Unlock()
+	return err
 }
 
 // AddExemplarHash adds e to the series lset, whose hash is hash: the value
@@ -272,7 +280,7 @@ func (r *Ring) ValidateExemplarHash(hash uint64, lset labels.Labels, e exemplar.
 
 // lookup returns the id of the series lset, or 0. Called with mu held.
 func (r *Ring) lookup(hash uint64, lset labels.Labels) uint32 {
-	for id := r.index[hash]; id != 0; id = r.series[id].chain() {
+	for id := r.index.head(r.series, hash); id != 0; id = r.series[id].chain() {
 		if labels.Equal(r.series[id].lset, lset) {
 			return id
 		}
@@ -319,9 +327,12 @@ func (r *Ring) validate(id uint32, e exemplar.Exemplar, appended bool) error {
 // string has no more characters than bytes, so only label sets of more
 // bytes than that are counted by character.
 func labelsShortEnough(ls labels.Labels) bool {
-	if byteSize(ls) <= exemplar.ExemplarMaxLabelSetLength {
-		return true
-	}
+	return byteSize(ls) <= exemplar.ExemplarMaxLabelSetLength || runesShortEnough(ls)
+}
+
+// runesShortEnough is labelsShortEnough's count by character, apart so
+// that the test of the length inlines.
+func runesShortEnough(ls labels.Labels) bool {
 	n := 0
 	ls.Range(func(l labels.Label) { n += utf8.RuneCountInString(l.Name) + utf8.RuneCountInString(l.Value) })
 	return n <= exemplar.ExemplarMaxLabelSetLength
@@ -347,8 +358,10 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	ins := int32(none)
 	ooo := false
 	if exists {
+		// The newest first: an exemplar in order, the usual one, then
+		// reads no other slot.
 		s := &r.series[id]
-		ooo = e.Ts >= r.at(s.oldest).ts && e.Ts < r.at(s.newest).ts
+		ooo = e.Ts < r.at(s.newest).ts && e.Ts >= r.at(s.oldest).ts
 		if ooo {
 			ins = r.before(id, e.Ts)
 			if r.at(ins).ts == e.Ts {
@@ -360,8 +373,9 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	}
 
 	pos := r.next
-	if old := r.at(pos).series; old != 0 {
-		if r.unlink(pos) {
+	sl := r.at(pos)
+	if old := sl.series; old != 0 {
+		if r.unlink(sl, pos) {
 			if old == id {
 				exists = false // the series keeps its entry and starts a new list
 			} else {
@@ -375,27 +389,26 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 		r.live++
 	}
 
-	sl := r.at(pos)
-	*sl = slot{value: e.Value, ts: e.Ts, series: id, hasTs: e.HasTs}
-	*r.labelsAt(pos) = e.Labels
+	// Slot pos is on no list now: the links are set around it first, and
+	// the slot is written once, at the end.
+	prev, next := int32(none), int32(none)
 	s := &r.series[id]
 	s.n++
 	switch {
 	case !exists:
 		s.oldest, s.newest = pos, pos
-		sl.prev, sl.next = none, none
 		s.link &^= unsorted
 		r.dropOrder(s)
 	case e.Ts >= r.at(s.newest).ts:
 		r.at(s.newest).next = pos
-		sl.prev, sl.next = s.newest, none
+		prev = s.newest
 		s.newest = pos
 		if s.order != nil {
 			s.order.insert(s.order.len(), pos)
 		}
 	case e.Ts < r.at(s.oldest).ts:
 		r.at(s.oldest).prev = pos
-		sl.prev, sl.next = none, s.oldest
+		next = s.oldest
 		s.oldest = pos
 		s.link |= unsorted
 		if s.order != nil {
@@ -403,7 +416,7 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 		}
 	default:
 		after := r.at(ins).next
-		sl.prev, sl.next = ins, after
+		prev, next = ins, after
 		r.at(ins).next = pos
 		if after != none {
 			r.at(after).prev = pos
@@ -413,6 +426,11 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 			s.order.insert(r.upper(s.order, e.Ts), pos)
 		}
 	}
+	// Field by field: assigning a slot literal builds it on the stack with
+	// narrow stores and copies it with wide loads, which wait for those
+	// stores (BenchmarkAddExemplarSteady's profile has them).
+	sl.value, sl.ts, sl.prev, sl.next, sl.series, sl.hasTs = e.Value, e.Ts, prev, next, id, e.HasTs
+	*r.labelsAt(pos) = e.Labels
 
 	r.next++
 	if int(r.next) == r.size {
@@ -422,12 +440,11 @@ func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	return nil
 }
 
-// unlink takes slot pos off its series' list and empties it (but leaves
+// unlink takes slot pos, sl, off its series' list and empties it (but leaves
 // its contents, which the caller overwrites or clears), as Prometheus's
 // removeExemplar. It reports whether the series has no exemplar left.
 // Called with mu.
-func (r *Ring) unlink(pos int32) bool {
-	sl := r.at(pos)
+func (r *Ring) unlink(sl *slot, pos int32) bool {
 	s := &r.series[sl.series]
 	if s.order != nil {
 		r.orderRemove(s, pos)
@@ -450,8 +467,7 @@ func (r *Ring) unlink(pos int32) bool {
 // newSeries adds a series without exemplars and returns its id. Called
 // with mu.
 func (r *Ring) newSeries(hash uint64, lset labels.Labels) uint32 {
-	if r.index == nil { // released by a resize to zero
-		r.index = make(map[uint64]uint32)
+	if r.series == nil { // released by a resize to zero
 		r.series = make([]seriesEntry, 1, 16)
 	}
 	id := r.free
@@ -461,8 +477,8 @@ func (r *Ring) newSeries(hash uint64, lset labels.Labels) uint32 {
 		id = uint32(len(r.series))
 		r.series = append(r.series, seriesEntry{})
 	}
-	r.series[id] = seriesEntry{lset: lset, hash: hash, oldest: none, newest: none, link: r.index[hash]}
-	r.index[hash] = id
+	r.series[id] = seriesEntry{lset: lset, hash: hash, oldest: none, newest: none, link: r.index.head(r.series, hash)}
+	r.index.set(r.series, hash, id)
 	r.nseries++
 	return id
 }
@@ -471,11 +487,11 @@ func (r *Ring) newSeries(hash uint64, lset labels.Labels) uint32 {
 // index. Called with mu.
 func (r *Ring) removeSeries(id uint32) {
 	s := &r.series[id]
-	if head := r.index[s.hash]; head == id {
+	if head := r.index.head(r.series, s.hash); head == id {
 		if s.chain() != 0 {
-			r.index[s.hash] = s.chain()
+			r.index.set(r.series, s.hash, s.chain())
 		} else {
-			delete(r.index, s.hash)
+			r.index.remove(r.series, s.hash)
 		}
 	} else {
 		p := head

@@ -298,7 +298,7 @@ func TestResizeAllocations(t *testing.T) {
 			if got := ring.Stats().Exemplars; got != st.wantExemplars {
 				t.Errorf("after Resize(%d) = %d, Stats().Exemplars = %d, want %d", st.to, kept, got, st.wantExemplars)
 			}
-			if st.to == 0 && (ring.segs != nil || ring.first != nil || ring.firstLabels != nil || ring.series != nil || ring.index != nil) {
+			if st.to == 0 && (ring.segs != nil || ring.first != nil || ring.firstLabels != nil || ring.series != nil || ring.index.slots != nil) {
 				t.Errorf("after Resize(0), the ring keeps %d segments, %d series entries and an index", len(ring.segs), cap(ring.series))
 			}
 			total := 0
@@ -440,7 +440,7 @@ func TestOrderEqualTimestamps(t *testing.T) {
 		return l
 	}
 	for _, drop := range []int32{57, 50, 59, 0, 149, 100, 101} {
-		if ring.unlink(drop) {
+		if ring.unlink(ring.at(drop), drop) {
 			t.Fatal("series emptied")
 		}
 		if got, want := s.order.buf[s.order.lo:s.order.hi], list(); !slices.Equal(got, want) {
@@ -450,7 +450,7 @@ func TestOrderEqualTimestamps(t *testing.T) {
 	// Dropping down to a few exemplars drops the order.
 	for i := range int32(150) {
 		if ring.at(i).series != 0 && s.n > 1 {
-			ring.unlink(i)
+			ring.unlink(ring.at(i), i)
 		}
 	}
 	if s.order != nil || ring.orders != 0 {

@@ -598,7 +598,7 @@ func (br *BodyReader) buffer(n int) (*Buffer, error) {
 	c := max(n, bodyMinSize)
 	if roundUp {
 		// Lengths in this class vary: round up, so that this buffer,
-		// released, serves the whole class from class i.
+		// released, serves the whole class.
 		c = min(bufpool.Size(c), max(br.maxBodySize(), br.maxDecodedSize()))
 	}
 	if !br.acquire(c) {

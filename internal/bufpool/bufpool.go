@@ -20,8 +20,10 @@ const (
 	// rounded up to its class wastes less than a quarter of it, not up to
 	// half, and the capacity that ingest's BodyReader charges to its
 	// in-flight budget stays near the bytes it holds
-	// (BenchmarkReadRequest, BenchmarkBodyReaderParallel in package ingest;
-	// BenchmarkReadRange in package postings).
+	// (TestInflightChargeVaryingLengths in package ingest), at no cost in
+	// speed (BenchmarkReadBody, BenchmarkReadRequest and
+	// BenchmarkBodyReaderParallel in package ingest, BenchmarkReadRange in
+	// package postings).
 	numClasses = (maxShift-minShift)*4 + 1
 )
 

@@ -20,8 +20,9 @@ const (
 	// rounded up to its class wastes less than a quarter of it, not up to
 	// half, and the capacity that ingest's BodyReader charges to its
 	// in-flight budget stays near the bytes it holds
-	// (TestInflightChargeVaryingLengths in package ingest), at no cost in
-	// speed (BenchmarkReadBody, BenchmarkReadRequest and
+	// (TestInflightChargeVaryingLengths in package ingest); the speed of
+	// the bodies and ranges read is that of one class to a power of two
+	// (BenchmarkReadBody, BenchmarkReadRequest and
 	// BenchmarkBodyReaderParallel in package ingest, BenchmarkReadRange in
 	// package postings).
 	numClasses = (maxShift-minShift)*4 + 1
@@ -31,6 +32,8 @@ const (
 // Slice(b) returns a pointer to b's slice. The package that defines the
 // buffer type implements it on a zero-size type of its own, so that the
 // buffer type, which may be public, needs no method for the pool's sake.
+// The call goes through the instantiation's dictionary, not inlined: Fit
+// and Put make one each (BenchmarkGetPut).
 type Slice[T any] interface {
 	Slice(b *T) *[]byte
 }

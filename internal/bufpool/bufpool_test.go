@@ -47,7 +47,7 @@ func TestClasses(t *testing.T) {
 	}
 	if math.MaxInt > 1<<40 {
 		n := int(classSize(numClasses))
-		if got := ceilClass(1<<maxShift + 1); got != numClasses {
+		if got := ceilClass(int(classSize(numClasses-1)) + 1); got != numClasses {
 			t.Errorf("ceilClass(max+1) = %d, want %d", got, numClasses)
 		}
 		if got := floorClass(n - 1); got != numClasses-1 {
@@ -75,7 +75,7 @@ func TestSize(t *testing.T) {
 		}
 	}
 	if math.MaxInt > 1<<40 {
-		if n := 1<<maxShift + 1; Size(n) != n {
+		if n := int(classSize(numClasses-1)) + 1; Size(n) != n {
 			t.Errorf("Size(%d) = %d, want n itself above the largest class", n, Size(n))
 		}
 	}

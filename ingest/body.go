@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	// The snappy package Prometheus's storage/remote (the remote-write client
@@ -17,6 +15,8 @@ import (
 	// which delegates to s2 and also accepts s2's "repeat offset" copies; see
 	// [BodyReader.DecodeSnappy].
 	"github.com/golang/snappy"
+
+	"github.com/ingestkit/ingestkit/internal/bufpool"
 )
 
 const (
@@ -51,13 +51,11 @@ const (
 	DefaultMaxPreallocSize = 1 << 20
 )
 
-// Pool size classes. Class i holds buffers whose capacity is in
-// [bodyMinClass<<i, bodyMinClass<<(i+1)); buffers below bodyMinClass or
-// above the top class are not pooled.
 const (
-	bodyMinClassShift = 12 // 4 KiB, an OS page: smaller bodies get a 4 KiB buffer so that they can be pooled
-	bodyMinClass      = 1 << bodyMinClassShift
-	bodyNumClasses    = 29 // up to 1 TiB, beyond any sane limit; a class costs one empty sync.Pool (40 B)
+	// bodyMinSize is the smallest buffer a BodyReader allocates and pools:
+	// 4 KiB, an OS page, so that smaller bodies get a buffer that can be
+	// pooled.
+	bodyMinSize = 4 << 10
 
 	// bodyMaxEmptyReads is how many consecutive (0, nil) reads are taken as
 	// a reader making no progress, as bufio does.
@@ -151,9 +149,9 @@ type BodyReader struct {
 	// for an instant, by a charge that is then taken back (see acquire).
 	inflight atomic.Int64
 
-	// pools[i] holds *Buffer (a pointer, so that Put does not allocate)
-	// whose cap(B) is in [bodyMinClass<<i, bodyMinClass<<(i+1)).
-	// sync.Pool is safe for concurrent use.
+	// pool holds the released Buffers of at least bodyMinSize bytes and at
+	// most the larger limit, in internal/bufpool's size classes (four to a
+	// power of two); it is safe for concurrent use.
 	//
 	// Why fresh buffers are exactly the requested length rather than the
 	// class size: a cold or unpooled read must cost no more memory than the
@@ -162,15 +160,24 @@ type BodyReader struct {
 	// beyond a page. So a fresh buffer of n bytes goes, when released, into
 	// the class whose size is <= n, and a request for n bytes looks first in
 	// the class whose size is >= n (every buffer there fits) and then in the
-	// class below (whose buffers fit if they are at least n). A steady
-	// stream of equal lengths therefore hits the class below every time,
-	// with no allocation and no waste. When lengths in a class vary, so that
-	// a pooled buffer is too small, the new buffer is rounded up to the class
-	// size: released, it lands in the class above and fits every later
-	// request of that class. A pooled buffer is less than 4 times the
-	// length it serves, or 4 KiB for a shorter one.
-	pools [bodyNumClasses]sync.Pool
+	// class below (whose buffers fit if they are at least n): bufpool's Fit.
+	// A steady stream of equal lengths therefore hits the class below every
+	// time, with no allocation and no waste. When lengths in a class vary,
+	// so that a pooled buffer is too small, the new buffer is rounded up to
+	// the class size (bufpool.Size): released, it lands in the class above
+	// and fits every later request of that class, wasting less than a
+	// quarter of it. A pooled buffer is less than 3/2 of the length it
+	// serves, or 5 KiB for one of at most 4 KiB.
+	pool bodyPool
 }
+
+// bodySlice gives the pool the bytes of a Buffer.
+type bodySlice struct{}
+
+func (bodySlice) Slice(b *Buffer) *[]byte { return &b.B }
+
+// bodyPool is the size-class pool of Buffers.
+type bodyPool = bufpool.Pool[Buffer, bodySlice]
 
 // NewBodyReader returns a BodyReader with the limits of opts. It panics if a
 // limit is negative. A limit larger than the largest int is taken as the
@@ -272,7 +279,7 @@ func (br *BodyReader) ReadBody(r io.Reader, contentLength int64) (*Buffer, error
 	}
 	n := int(contentLength)
 	var b *Buffer
-	if n > max(br.maxPreallocSize(), bodyMinClass) {
+	if n > max(br.maxPreallocSize(), bodyMinSize) {
 		// Untrusted: a pooled buffer that fits costs no new memory; else
 		// grow as the bytes come.
 		if b, _ = br.pooled(n); b == nil {
@@ -301,7 +308,7 @@ func (br *BodyReader) ReadBody(r io.Reader, contentLength int64) (*Buffer, error
 // and 4 KiB, into a buffer of that size that grows bodyGrowthFactor-fold
 // each time it fills, the last step to exactly n.
 func (br *BodyReader) readGrowing(r io.Reader, n int) (*Buffer, error) {
-	b, err := br.buffer(max(br.maxPreallocSize(), bodyMinClass))
+	b, err := br.buffer(max(br.maxPreallocSize(), bodyMinSize))
 	if err != nil {
 		return nil, err
 	}
@@ -340,9 +347,9 @@ func (br *BodyReader) readGrowing(r io.Reader, n int) (*Buffer, error) {
 }
 
 // readUnknown reads a body of unknown length, doubling its buffer from
-// bodyMinClass up to limit.
+// bodyMinSize up to limit.
 func (br *BodyReader) readUnknown(r io.Reader, limit int) (*Buffer, error) {
-	b, err := br.buffer(min(bodyMinClass, limit))
+	b, err := br.buffer(min(bodyMinSize, limit))
 	if err != nil {
 		return nil, err
 	}
@@ -570,12 +577,10 @@ func (br *BodyReader) Release(b *Buffer) {
 // pool (see Release).
 func (br *BodyReader) put(b *Buffer) {
 	c := cap(b.B)
-	if c < bodyMinClass || c > max(br.maxBodySize(), br.maxDecodedSize()) {
+	if c < bodyMinSize || c > max(br.maxBodySize(), br.maxDecodedSize()) {
 		return
 	}
-	if i := bodyFloorClass(c); i < bodyNumClasses {
-		br.pools[i].Put(b)
-	}
+	br.pool.Put(b)
 }
 
 // buffer returns a Buffer with len(B) == n, from the pool if it holds one
@@ -590,12 +595,11 @@ func (br *BodyReader) buffer(n int) (*Buffer, error) {
 		}
 		return b, nil
 	}
-	c := max(n, bodyMinClass)
+	c := max(n, bodyMinSize)
 	if roundUp {
 		// Lengths in this class vary: round up, so that this buffer,
-		// released, serves the whole class from class i.
-		limit := max(br.maxBodySize(), br.maxDecodedSize())
-		c = int(min(bodyClassSize(bodyCeilClass(n)), uint(limit)))
+		// released, serves the whole class.
+		c = min(bufpool.Size(c), max(br.maxBodySize(), br.maxDecodedSize()))
 	}
 	if !br.acquire(c) {
 		return nil, ErrInflightLimit
@@ -610,23 +614,9 @@ func (br *BodyReader) buffer(n int) (*Buffer, error) {
 // small for n (it is put back), so that lengths in that class vary and a
 // fresh buffer should be rounded up to the class size.
 func (br *BodyReader) pooled(n int) (b *Buffer, roundUp bool) {
-	i := bodyCeilClass(n)
-	if i >= bodyNumClasses {
-		return nil, false
-	}
-	if b, ok := br.pools[i].Get().(*Buffer); ok {
-		return b, false
-	}
-	if i > 0 && uint(n) < bodyClassSize(i) {
-		if b, ok := br.pools[i-1].Get().(*Buffer); ok {
-			if cap(b.B) >= n {
-				return b, false
-			}
-			br.pools[i-1].Put(b)
-			return nil, true
-		}
-	}
-	return nil, false
+	// Every pooled buffer holds at least bodyMinSize bytes: a shorter n
+	// looks where those are.
+	return br.pool.Fit(max(n, bodyMinSize))
 }
 
 // charge charges a pooled b to the in-flight budget and sets len(b.B) to n,
@@ -683,22 +673,4 @@ func (br *BodyReader) maxPreallocSize() int {
 		return DefaultMaxPreallocSize
 	}
 	return br.maxPrealloc
-}
-
-// bodyClassSize returns the size of class i, as a uint so that the class
-// above the largest int (2 GiB on 32-bit platforms) does not overflow.
-func bodyClassSize(i int) uint { return bodyMinClass << uint(i) }
-
-// bodyCeilClass returns the smallest class whose size is >= n.
-func bodyCeilClass(n int) int {
-	if n <= bodyMinClass {
-		return 0
-	}
-	return bits.Len(uint(n-1)) - bodyMinClassShift
-}
-
-// bodyFloorClass returns the largest class whose size is <= c, for
-// c >= bodyMinClass.
-func bodyFloorClass(c int) int {
-	return bits.Len(uint(c)) - 1 - bodyMinClassShift
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -362,4 +363,58 @@ func TestInflightLimitConcurrent(t *testing.T) {
 		t.Errorf("after all Releases, %d bytes are charged, want 0", got)
 	}
 	t.Logf("%d reads or decodes turned away", rejected.Load())
+}
+
+// TestInflightChargeVaryingLengths reads bodies of varying lengths, eight
+// held at once as by concurrent requests, through one BodyReader, and checks
+// what the in-flight budget is charged against the bytes held: every Buffer
+// is less than 3/2 of its body (5 KiB for one of at most 4 KiB), the pool's
+// bound, and in the steady state, where rounded-up buffers serve each class,
+// the charge is less than 5/4 of the bytes held, so that MaxInflightBytes
+// bounds memory close to the bodies themselves.
+func TestInflightChargeVaryingLengths(t *testing.T) {
+	for _, c := range []struct{ lo, hi int }{
+		{0, 16 << 10}, {38 << 10, 60 << 10}, {256 << 10, 1 << 20},
+	} {
+		t.Run(fmt.Sprintf("%d-%d", c.lo, c.hi), func(t *testing.T) {
+			rnd := rand.New(rand.NewPCG(1, 2))
+			data := bodyRandom(c.hi)
+			br := bodyTestReader(t, BodyOptions{MaxInflightBytes: 1 << 40})
+			rd := bytes.NewReader(nil)
+			r := bodyOnlyReader{rd}
+			var held [8]*Buffer
+			var charged, lengths float64
+			const warm, measured = 2000, 2000
+			for i := range warm + measured {
+				br.Release(held[i%len(held)])
+				n := c.lo + rnd.IntN(c.hi-c.lo)
+				rd.Reset(data[:n])
+				b, err := br.ReadBody(r, int64(n))
+				if err != nil {
+					t.Fatal(err)
+				}
+				held[i%len(held)] = b
+				if got := cap(b.B); 2*got >= 3*n && got > 5<<10 {
+					t.Fatalf("ReadBody(%d bytes) = cap %d, want less than 3/2 of the body", n, got)
+				}
+				if i >= warm {
+					charged += float64(br.inflight.Load())
+					for _, h := range held {
+						lengths += float64(len(h.B))
+					}
+				}
+			}
+			for _, h := range held {
+				br.Release(h)
+			}
+			ratio := charged / lengths
+			t.Logf("charged %.3f times the bytes held", ratio)
+			if c.lo >= bodyMinSize && !bodyRaceEnabled() && ratio >= 1.25 {
+				t.Errorf("in the steady state, %.3f bytes charged per byte held, want less than 1.25", ratio)
+			}
+			if got := br.inflight.Load(); got != 0 {
+				t.Errorf("after the reads, %d bytes are charged, want 0", got)
+			}
+		})
+	}
 }

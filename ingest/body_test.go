@@ -58,7 +58,10 @@ func (c *bodyCountingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// bodyTestReader returns a BodyReader whose pools are emptied when the test
+// drain empties br's pool, so that its buffers are garbage now.
+func (br *BodyReader) drain() { br.pool.Drain() }
+
+// bodyTestReader returns a BodyReader whose pool is emptied when the test
 // ends. sync.Pool keeps what it holds through one GC (its victim cache); a
 // test's buffers left there would be freed during a later test that
 // measures the heap (TestCacheMemoryPerEntry) and make it shrink.
@@ -76,14 +79,6 @@ func bodyBuffer(tb testing.TB, br *BodyReader, n int) *Buffer {
 		tb.Fatalf("buffer(%d) = %v", n, err)
 	}
 	return b
-}
-
-// drain empties br's pools, so that its buffers are garbage now.
-func (br *BodyReader) drain() {
-	for i := range br.pools {
-		for br.pools[i].Get() != nil {
-		}
-	}
 }
 
 // bodyRaceEnabled reports whether the test binary was built with -race,
@@ -779,7 +774,7 @@ func TestReadBodyFresh(t *testing.T) {
 			}
 			// What make([]byte, n) costs: Go's allocator rounds up to a
 			// size class below 32 KiB, to a page above.
-			want := max(size, bodyMinClass)
+			want := max(size, bodyMinSize)
 			made := leastAlloc(func() { bodySink = make([]byte, want) })
 			var b *Buffer
 			got := leastAlloc(func() {
@@ -802,22 +797,10 @@ func TestReadBodyFresh(t *testing.T) {
 	}
 }
 
-// TestBodyPoolClasses checks the pool's class rules (see the comment on
-// BodyReader.pools).
+// TestBodyPoolClasses checks how the pool's classes serve a BodyReader (see
+// the comment on BodyReader.pool; internal/bufpool tests the classes
+// themselves).
 func TestBodyPoolClasses(t *testing.T) {
-	for _, c := range []struct{ n, ceil, floor int }{
-		{0, 0, -1}, {1, 0, -1}, {4095, 0, -1}, {4096, 0, 0}, {4097, 1, 0},
-		{8191, 1, 0}, {8192, 1, 1}, {8193, 2, 1}, {1 << 20, 8, 8}, {1<<20 + 1, 9, 8},
-	} {
-		if got := bodyCeilClass(c.n); got != c.ceil {
-			t.Errorf("bodyCeilClass(%d) = %d, want %d", c.n, got, c.ceil)
-		}
-		if c.n >= bodyMinClass {
-			if got := bodyFloorClass(c.n); got != c.floor {
-				t.Errorf("bodyFloorClass(%d) = %d, want %d", c.n, got, c.floor)
-			}
-		}
-	}
 	if bodyRaceEnabled() {
 		t.Skip("sync.Pool drops buffers at random under the race detector")
 	}
@@ -831,16 +814,31 @@ func TestBodyPoolClasses(t *testing.T) {
 	if b2 := bodyBuffer(t, br, 5000); b2 != b {
 		t.Errorf("buffer(5000) after Release = a new buffer, want the released one")
 	}
-	// A longer one in the same class does not fit it: rounded up to the
-	// class size, it then serves the whole class.
+	// A longer one that looks in its class (4096 to 5119 bytes) does not
+	// fit it: rounded up to the class above (5120), it then serves the
+	// whole of that class.
 	br.Release(b)
-	b3 := bodyBuffer(t, br, 6000)
-	if cap(b3.B) != 8192 {
-		t.Errorf("buffer(6000) with a 5000-byte buffer pooled = cap %d, want 8192", cap(b3.B))
+	b3 := bodyBuffer(t, br, 5100)
+	if cap(b3.B) != 5120 {
+		t.Errorf("buffer(5100) with a 5000-byte buffer pooled = cap %d, want 5120", cap(b3.B))
 	}
 	br.Release(b3)
-	if b4 := bodyBuffer(t, br, 7000); b4 != b3 {
-		t.Errorf("buffer(7000) = a new buffer, want the 8192-byte one")
+	for _, n := range []int{4097, 5001, 5120} {
+		b4 := bodyBuffer(t, br, n)
+		if b4 != b3 || len(b4.B) != n {
+			t.Errorf("buffer(%d) = a new buffer, want the 5120-byte one", n)
+		}
+		br.Release(b4)
+	}
+	// Bodies shorter than bodyMinSize share its buffers.
+	br.drain()
+	b5 := bodyBuffer(t, br, 100)
+	if cap(b5.B) != bodyMinSize {
+		t.Errorf("fresh buffer(100) = cap %d, want %d", cap(b5.B), bodyMinSize)
+	}
+	br.Release(b5)
+	if b6 := bodyBuffer(t, br, 3000); b6 != b5 || len(b6.B) != 3000 {
+		t.Errorf("buffer(3000) = a new buffer, want the %d-byte one", bodyMinSize)
 	}
 	// A buffer grown past the limits is not pooled.
 	small := bodyTestReader(t, BodyOptions{MaxBodySize: 8 << 10, MaxDecodedSize: 8 << 10})

@@ -81,9 +81,13 @@ type Buffer struct {
 	B []byte
 }
 
-// The pool's buffers are handed out as *Buffer: the two types have the
-// same fields, so a pointer converts to the other at no cost.
-var _ = (*Buffer)((*bufpool.Buffer)(nil))
+// bufferSlice gives the pool the bytes of a Buffer.
+type bufferSlice struct{}
+
+func (bufferSlice) Slice(b *Buffer) *[]byte { return &b.B }
+
+// bufferPool is the size-class pool of Buffers.
+type bufferPool = bufpool.Pool[Buffer, bufferSlice]
 
 // Stats are the counters of a [RangeReader] since it was created, as
 // [RangeReader.Stats] copies them: a plain value, not updated afterwards,
@@ -118,7 +122,7 @@ type RangeReader struct {
 	// BenchmarkExpandedPostings. Set only by tests.
 	readAll bool
 
-	pool bufpool.Pool // safe for concurrent use
+	pool bufferPool // safe for concurrent use
 
 	// slab is the slab ReadRange carves short ranges from, nil before the
 	// first one and when slabs are off (slabSize 0).
@@ -253,13 +257,13 @@ func (r *RangeReader) ReadRangeBuffer(ctx context.Context, name string, off, len
 		r.pool.Put(b)
 		return nil, err
 	}
-	return (*Buffer)(b), nil
+	return b, nil
 }
 
 // Release hands b back to r's pool; neither b nor its bytes may be used
 // afterwards. Release(nil) does nothing.
 func (r *RangeReader) Release(b *Buffer) {
-	r.pool.Put((*bufpool.Buffer)(b))
+	r.pool.Put(b)
 }
 
 // fill reads len(buf) bytes of name from off into buf.
@@ -343,7 +347,7 @@ type Batch struct {
 	parts []part
 	bufs  []*Buffer
 	// pool is where bufs go back to, nil if they were not pooled.
-	pool *bufpool.Pool
+	pool *bufferPool
 }
 
 // Len returns the number of ranges in b.
@@ -359,7 +363,7 @@ func (b *Batch) View(i int) []byte { return b.views[i] }
 func (b *Batch) Release() {
 	for i, buf := range b.bufs {
 		if b.pool != nil {
-			b.pool.Put((*bufpool.Buffer)(buf))
+			b.pool.Put(buf)
 		}
 		b.bufs[i] = nil
 	}
@@ -503,7 +507,7 @@ func (r *RangeReader) fetch(ctx context.Context, name string, b *Batch, i int) e
 			return err
 		}
 	}
-	b.bufs[i] = (*Buffer)(buf)
+	b.bufs[i] = buf
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 
 	"github.com/prometheus/prometheus/tsdb/encoding"
 	"github.com/prometheus/prometheus/tsdb/index"
@@ -150,7 +151,7 @@ func decodeOffsetTable(b []byte, postingsStart, postingsEnd uint64) (*table, err
 			t.nameStart = append(t.nameStart, int32(k))
 		}
 		values = append(values, value...)
-		if len(values) > 1<<32-1 {
+		if uint64(len(values)) > math.MaxUint32 {
 			return nil, fmt.Errorf("%w: postings offset table values exceed 4 GiB", ErrCorrupt)
 		}
 		t.valueEnd = append(t.valueEnd, uint32(len(values)))

@@ -41,7 +41,8 @@ func captureFlags(fs *flag.FlagSet, c *captureConfig) {
 
 // captureHeaders are the request headers a capture keeps: those that say
 // what the body is, the sender, and the tenant headers of Thanos and of
-// Cortex and Mimir. Others, such as Authorization, are never written.
+// Cortex and Mimir, to which a capturer adds the receiver's -tenant-header.
+// Others, such as Authorization, are never written.
 var captureHeaders = []string{
 	"Content-Type", "Content-Encoding", "X-Prometheus-Remote-Write-Version",
 	"User-Agent", "THANOS-TENANT", "X-Scope-OrgID",
@@ -74,6 +75,7 @@ type capturer struct {
 	dir     string
 	maxBody int64
 	logger  *slog.Logger
+	headers []string // captureHeaders and the receiver's tenant header
 
 	left atomic.Int64 // requests still to capture
 	seq  atomic.Int64 // the last sequence number given
@@ -100,8 +102,9 @@ type capturedRequest struct {
 var captureName = regexp.MustCompile(`^rw([12])-([0-9]+)\.snappy$`)
 
 // newCapturer returns a capturer of max requests into dir, which it
-// creates if need be, for bodies of up to maxBody bytes.
-func newCapturer(dir string, max int, maxBody int64, logger *slog.Logger) (*capturer, error) {
+// creates if need be, for bodies of up to maxBody bytes. tenantHeader, the
+// receiver's -tenant-header, is kept too if captureHeaders lacks it.
+func newCapturer(dir string, max int, maxBody int64, tenantHeader string, logger *slog.Logger) (*capturer, error) {
 	if max < 0 {
 		return nil, fmt.Errorf("-capture-max %d: want 0 or more", max)
 	}
@@ -115,7 +118,10 @@ func newCapturer(dir string, max int, maxBody int64, logger *slog.Logger) (*capt
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	c := &capturer{dir: dir, maxBody: maxBody, logger: logger, queue: make(chan capturedRequest, captureQueue), done: make(chan struct{})}
+	c := &capturer{dir: dir, maxBody: maxBody, logger: logger, headers: captureHeaders, queue: make(chan capturedRequest, captureQueue), done: make(chan struct{})}
+	if tenantHeader != "" && !slices.ContainsFunc(captureHeaders, func(h string) bool { return strings.EqualFold(h, tenantHeader) }) {
+		c.headers = append(slices.Clip(captureHeaders), tenantHeader)
+	}
 	c.left.Store(int64(max - held))
 	c.seq.Store(last)
 	go c.writeLoop()
@@ -198,8 +204,8 @@ func (c *capturer) wrap(next http.Handler) http.Handler {
 		seq := c.seq.Add(1)
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, req)
-		h := make(http.Header, len(captureHeaders))
-		for _, name := range captureHeaders {
+		h := make(http.Header, len(c.headers))
+		for _, name := range c.headers {
 			if vs := req.Header.Values(name); len(vs) > 0 {
 				h[http.CanonicalHeaderKey(name)] = vs
 			}
@@ -226,7 +232,7 @@ func (c *capturer) enqueue(r capturedRequest) {
 func (c *capturer) writeLoop() {
 	defer close(c.done)
 	for r := range c.queue {
-		err := writeCaptured(c.dir, r)
+		err := writeCaptured(c.dir, c.headers, r)
 		c.queued.Add(-int64(len(r.body)))
 		if err != nil {
 			c.failed.Add(1)
@@ -240,9 +246,9 @@ func (c *capturer) writeLoop() {
 // writeCaptured writes r's headers, then its body, each through a
 // temporary file renamed into place, so that a body file, which is what a
 // replay lists, is complete and has its headers beside it.
-func writeCaptured(dir string, r capturedRequest) error {
+func writeCaptured(dir string, headers []string, r capturedRequest) error {
 	var h bytes.Buffer
-	for _, name := range captureHeaders {
+	for _, name := range headers {
 		for _, v := range r.header.Values(name) {
 			fmt.Fprintf(&h, "%s: %s\n", http.CanonicalHeaderKey(name), v)
 		}

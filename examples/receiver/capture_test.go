@@ -73,7 +73,7 @@ func TestCapture(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := newCapturer(dir, max, maxBody, nil)
+		c, err := newCapturer(dir, max, maxBody, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +209,7 @@ func TestCaptureQueueFull(t *testing.T) {
 // TestCaptureClosed checks that a request captured after close is dropped
 // and counted, not sent on the closed queue.
 func TestCaptureClosed(t *testing.T) {
-	c, err := newCapturer(t.TempDir(), 10, 1<<20, nil)
+	c, err := newCapturer(t.TempDir(), 10, 1<<20, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,5 +219,50 @@ func TestCaptureClosed(t *testing.T) {
 	c.enqueue(capturedRequest{name: "rw1-0001"})
 	if got := c.dropped.Load(); got != 1 {
 		t.Errorf("dropped = %d, want 1", got)
+	}
+}
+
+// TestCaptureTenantHeader checks that a capturer keeps the receiver's own
+// -tenant-header beside captureHeaders, once whatever its case, and still
+// writes no other header.
+func TestCaptureTenantHeader(t *testing.T) {
+	body, h := rwtest.Raw(t, rwtest.Files(t, 1)[0])
+	h.Set("X-Tenant", "team-b")
+	h.Set("Authorization", "Bearer secret")
+	for _, tc := range []struct {
+		header string
+		added  int    // headers added to captureHeaders
+		want   string // in the .headers file
+	}{
+		{"X-Tenant", 1, "X-Tenant: team-b\n"},
+		{"x-scope-orgid", 0, ""}, // already one of captureHeaders: not added twice
+	} {
+		t.Run(tc.header, func(t *testing.T) {
+			dir := t.TempDir()
+			c, err := newCapturer(dir, 1, 1<<20, tc.header, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := len(c.headers) - len(captureHeaders); n != tc.added {
+				t.Errorf("capturer adds %d headers to captureHeaders for %q, want %d", n, tc.header, tc.added)
+			}
+			next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+			req := httptest.NewRequest(http.MethodPost, "/api/v1/write", bytes.NewReader(body))
+			req.Header = h.Clone()
+			c.wrap(next).ServeHTTP(httptest.NewRecorder(), req)
+			if err := c.close(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := os.ReadFile(filepath.Join(dir, "rw1-0001.headers"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want != "" && !strings.Contains(string(got), tc.want) {
+				t.Errorf("rw1-0001.headers = %q, want it to hold %q", got, tc.want)
+			}
+			if strings.Contains(string(got), "Authorization") || strings.Contains(string(got), "secret") {
+				t.Errorf("rw1-0001.headers = %q, holds the Authorization header", got)
+			}
+		})
 	}
 }

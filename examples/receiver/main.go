@@ -342,7 +342,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	}
 	var h http.Handler = newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg)
 	if c.capture.dir != "" {
-		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(ro.MaxBodySize, ingest.DefaultMaxBodySize), logger)
+		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(ro.MaxBodySize, ingest.DefaultMaxBodySize), c.tenantHeader, logger)
 		if err != nil {
 			return err
 		}

@@ -359,7 +359,7 @@ func TestCaptureReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := newCapturer(dir, defaultCaptureMax, 32<<20, nil)
+	cp, err := newCapturer(dir, defaultCaptureMax, 32<<20, "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,9 +16,9 @@
 // Concurrency: [Cache] and [BodyReader] are safe for concurrent use and
 // meant to be shared (one cache per TSDB or tenant: an appender binds its
 // cache to the storage it opens its transaction on, and a cache given
-// another storage starts empty); a [Decoder], an [AppenderV2] and the views
-// they hand out are for one goroutine at a time, and are reused across
-// requests. Allocations: in the steady state, reading a body with a known
+// another storage starts empty); a [Decoder], an [Appender] or
+// [AppenderV2] and the views they hand out are for one goroutine at a
+// time, and are reused across requests. Allocations: in the steady state, reading a body with a known
 // length into a pooled buffer, decoding a float series and resolving and
 // appending it make none of their own; histograms and exemplars are
 // allocated because the TSDB keeps them.

@@ -30,9 +30,10 @@ type Equaler interface {
 const DefaultCacheStripes = 256
 
 // CacheOptions are the settings of a [Cache]. The zero value means the
-// defaults. (A cache has no clock of its own: the times it is given, by
-// the appenders and [Cache.Purge], are milliseconds since the Unix epoch.) It is a plain value, safe for concurrent use once built and not
-// modified afterwards.
+// defaults. A cache has no clock of its own: the times it is given, by the
+// appenders and [Cache.Purge], are milliseconds since the Unix epoch. It is
+// a plain value, safe for concurrent use once built and not modified
+// afterwards.
 type CacheOptions struct {
 	// Stripes is the number of independently locked parts, rounded up to a
 	// power of two. Zero means [DefaultCacheStripes]. A cache per small
@@ -527,8 +528,9 @@ type labelsEqual struct{ ls labels.Labels }
 func (l *labelsEqual) Equal(ls labels.Labels) bool { return labels.Equal(l.ls, ls) }
 
 // Store records that the series with the given hash and labels has ref, seen
-// at now, in milliseconds since the Unix epoch, as [Cache.Lookup] takes it. lset must be the labels the TSDB holds for the series (or an
-// immutable copy of them): the cache keeps it and hands it out to every hit.
+// at now, in milliseconds since the Unix epoch, as [Cache.Lookup] takes it.
+// lset must be the labels the TSDB holds for the series (or an immutable
+// copy of them): the cache keeps it and hands it out to every hit.
 // If the series is already cached, its ref and time are updated. Store
 // panics if ref is 0, which no TSDB series has. ref must be one of the
 // storage the cache serves now (see [Cache]), or of the storage the first

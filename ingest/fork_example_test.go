@@ -18,8 +18,8 @@ import (
 // Mimir's mimirpb, or gogo's generated prompb as here) still uses the cache
 // and the appender: it adds each series' decoded labels to an
 // iklabels.HashedBuilder, which is an [ingest.SeriesLabels], what Lookup
-// takes, and appends through the handle. Only the first request builds labels; the second finds every
-// series in the cache.
+// takes, and appends through the handle. Only the first request builds
+// labels; the second finds every series in the cache.
 func Example_forkDecoded() {
 	dir, _ := os.MkdirTemp("", "ingestkit-example")
 	defer os.RemoveAll(dir)

@@ -150,8 +150,9 @@ type Stats struct {
 // less than 16 entries. TestTrackerMemoryPerSeries measures the bytes held
 // per series at 10k to 1M series, and those of Cortex's design, and bounds
 // them (the figures are in its log, and the README quotes them): at fewer
-// series, the indexes of the stripes are a larger share. Nothing is allocated per series: entries and index slots
-// come in chunks and tables shared by many series. A purge that drops
+// series, the indexes of the stripes are a larger share. Nothing is
+// allocated per series: entries and index slots come in chunks and tables
+// shared by many series. A purge that drops
 // series from a stripe moves the stripe's other series to new tables sized
 // for them, so that the memory of dropped series, and their labels, are the
 // garbage collector's to free.

@@ -274,7 +274,7 @@ func seriesCount(r *Receiver, db *tsdb.DB) seriesCountResponse {
 	s := r.Stats()
 	h := db.Head()
 	return seriesCountResponse{
-		HeadSeries: h.NumSeries(), ActiveSeries: s.ActiveSeries, CachedSeries: s.CachedSeries,
+		HeadSeries: h.NumSeries(), ActiveSeries: s.ActiveSeries, CachedSeries: s.Cache.Len,
 		Samples: s.Samples, Histograms: s.Histograms, Exemplars: s.Exemplars,
 		Requests: s.Requests, Rejected: s.Rejected, OwnedPerPeer: s.Owned,
 		HeadMinTimeMs: h.MinTime(), HeadMaxTimeMs: h.MaxTime(), NewSeriesBuilt: s.NewSeries,

@@ -58,7 +58,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.descs[m.name], prometheus.CounterValue, float64(m.value(&s)))
 	}
 	ch <- prometheus.MustNewConstMetric(c.descs["active_series"], prometheus.GaugeValue, float64(s.ActiveSeries))
-	ch <- prometheus.MustNewConstMetric(c.descs["cached_series"], prometheus.GaugeValue, float64(s.CachedSeries))
+	ch <- prometheus.MustNewConstMetric(c.descs["cached_series"], prometheus.GaugeValue, float64(s.Cache.Len))
 	for ep, n := range s.Owned {
 		ch <- prometheus.MustNewConstMetric(c.owned, prometheus.CounterValue, float64(n), ep)
 	}

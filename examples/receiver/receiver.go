@@ -279,9 +279,8 @@ type Stats struct {
 	RefusedSeries  int64 // new series refused by Options.MaxSeries, once per request
 	RefusedSamples int64 // their samples and histogram samples
 	ActiveSeries   int   // series seen since the last Purge that could drop them
-	CachedSeries   int   // entries of the ref cache
-	// Cache is the ref cache's counts: its hits, misses, stores and purges
-	// (Cache.Len is CachedSeries).
+	// Cache is the ref cache's counts: its entries (Cache.Len), hits,
+	// misses, stores and purges.
 	Cache ingest.CacheStats
 	// Owned counts the series of each ring endpoint, by address, once per
 	// request and replica; nil without a ring.
@@ -354,7 +353,6 @@ func (r *Receiver) UpdateStats(s *Stats) {
 	s.RefusedSeries, s.RefusedSamples = c.refusedSeries.Load(), c.refusedSamples.Load()
 	s.ActiveSeries = r.tracker.Active()
 	r.cache.UpdateStats(&s.Cache)
-	s.CachedSeries = s.Cache.Len
 	if r.ring != nil {
 		if s.Owned == nil {
 			s.Owned = make(map[string]int64, r.ring.Len())

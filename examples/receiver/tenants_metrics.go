@@ -65,7 +65,7 @@ func (c *tenantCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(s.ActiveSeries), tn.id)
 		ch <- prometheus.MustNewConstMetric(c.head, prometheus.GaugeValue, float64(tn.db.Head().NumSeries()), tn.id)
-		ch <- prometheus.MustNewConstMetric(c.cached, prometheus.GaugeValue, float64(s.CachedSeries), tn.id)
+		ch <- prometheus.MustNewConstMetric(c.cached, prometheus.GaugeValue, float64(s.Cache.Len), tn.id)
 		ch <- prometheus.MustNewConstMetric(c.refusedSeries, prometheus.CounterValue, float64(s.RefusedSeries), tn.id, seriesLimitReason)
 		ch <- prometheus.MustNewConstMetric(c.refusedSamples, prometheus.CounterValue, float64(s.RefusedSamples), tn.id, seriesLimitReason)
 		for ep, n := range s.Owned {

@@ -310,7 +310,7 @@ func TestTenantIdleReopen(t *testing.T) {
 	if tn.r == old {
 		t.Fatal("the reopened tenant has its old Receiver")
 	}
-	if s := tn.r.Stats(); s.ActiveSeries != 2 || s.CachedSeries != 2 || s.Requests != 1 {
+	if s := tn.r.Stats(); s.ActiveSeries != 2 || s.Cache.Len != 2 || s.Requests != 1 {
 		t.Errorf("reopened tenant's stats = %+v, want 2 active and cached series, 1 request", s)
 	}
 	checkSeries(t, "reopened tenant a", tn.db, map[string][]string{

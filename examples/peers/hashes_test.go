@@ -13,6 +13,7 @@ import (
 
 	vmprompb "github.com/VictoriaMetrics/VictoriaMetrics/lib/prompb"
 	"github.com/grafana/mimir/pkg/mimirpb"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
@@ -48,7 +49,7 @@ func reference(t *testing.T, buf []byte, rw int) refRequest {
 		}
 		for _, ts := range req.Timeseries {
 			ls := ts.ToLabels(&sb, nil)
-			out.series = append(out.series, refSeries{ls.Hash(), ls.Get(labels.MetricName), len(ts.Samples), len(ts.Histograms), len(ts.Exemplars)})
+			out.series = append(out.series, refSeries{ls.Hash(), ls.Get(model.MetricNameLabel), len(ts.Samples), len(ts.Histograms), len(ts.Exemplars)})
 		}
 		out.metadata = len(req.Metadata)
 		return out
@@ -62,7 +63,7 @@ func reference(t *testing.T, buf []byte, rw int) refRequest {
 		if err != nil {
 			t.Fatalf("ToLabels: %v", err)
 		}
-		out.series = append(out.series, refSeries{ls.Hash(), ls.Get(labels.MetricName), len(ts.Samples), len(ts.Histograms), len(ts.Exemplars)})
+		out.series = append(out.series, refSeries{ls.Hash(), ls.Get(model.MetricNameLabel), len(ts.Samples), len(ts.Histograms), len(ts.Exemplars)})
 	}
 	out.metadata = len(req.Timeseries)
 	return out
@@ -225,7 +226,7 @@ func checkVM(t *testing.T, buf []byte, ref refRequest, got tally) {
 		case s.hists > 0:
 			for ; j < len(got.hashes); j++ {
 				ls := promLabels(j)
-				if n := ls.Get(labels.MetricName); n != s.name+"_count" && n != s.name+"_sum" && n != s.name+"_bucket" {
+				if n := ls.Get(model.MetricNameLabel); n != s.name+"_count" && n != s.name+"_sum" && n != s.name+"_bucket" {
 					break
 				}
 				if h := ls.Hash(); got.hashes[j] != h {

@@ -573,7 +573,16 @@ func (s *Series) Histograms() []HistogramSample { return s.hists }
 //
 // Exemplars makes one allocation per exemplar in the default stringlabels
 // build (its labels) the first time it is called for a series, and none
-// after.
+// after; a series it is not called for costs no allocation, since
+// [Decoder.Next] only checks the exemplar messages (TestDecodeExemplarsAllocs).
+// The labels get an allocation each, as Prometheus's ToExemplar gives them,
+// because the TSDB head keeps an exemplar's labels as they are in its
+// circular exemplar storage until the exemplar is overwritten: labels cut
+// from one allocation shared by several exemplars would keep all of them
+// alive as long as any one is stored, and duplicates, which the head drops,
+// share the allocation with those it keeps. Sharing one per series would
+// save nothing on the requests Prometheus sends, which carry each exemplar
+// in a series of its own.
 func (s *Series) Exemplars() []exemplar.Exemplar {
 	if s.exDone {
 		return s.ex

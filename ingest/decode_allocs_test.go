@@ -261,3 +261,95 @@ func TestDecodeLabelsAllocs(t *testing.T) {
 		t.Fatalf("%s: Labels() made %v allocations, Exemplars() %v; want 1 and 3", build, labelsAllocs, exemplarAllocs)
 	}
 }
+
+// decExemplarRequest returns a request shaped as Prometheus's sender
+// makes one with exemplars: n series, the even ones with a float sample,
+// the odd ones with only an exemplar whose labels are a trace and a span
+// ID.
+func decExemplarRequest(tb testing.TB, msg remoteapi.WriteMessageType, n int) []byte {
+	tb.Helper()
+	st := writev2.NewSymbolTable()
+	v1 := &prompb.WriteRequest{}
+	v2 := &writev2.Request{}
+	for i := range n {
+		ls := labels.FromStrings("__name__", "http_request_duration_seconds_bucket", "job", "api", "le", fmt.Sprint(i))
+		ex := labels.FromStrings("span_id", fmt.Sprintf("%016x", i), "trace_id", fmt.Sprintf("%032x", i))
+		ts1 := prompb.TimeSeries{}
+		ts2 := writev2.TimeSeries{}
+		ls.Range(func(l labels.Label) {
+			ts1.Labels = append(ts1.Labels, prompb.Label{Name: l.Name, Value: l.Value})
+			ts2.LabelsRefs = append(ts2.LabelsRefs, st.Symbolize(l.Name), st.Symbolize(l.Value))
+		})
+		if i%2 == 0 {
+			ts1.Samples = []prompb.Sample{{Value: float64(i), Timestamp: 1_700_000_000_000}}
+			ts2.Samples = []writev2.Sample{{Value: float64(i), Timestamp: 1_700_000_000_000}}
+		} else {
+			e1 := prompb.Exemplar{Value: 0.5, Timestamp: 1_700_000_000_000}
+			e2 := writev2.Exemplar{Value: 0.5, Timestamp: 1_700_000_000_000}
+			ex.Range(func(l labels.Label) {
+				e1.Labels = append(e1.Labels, prompb.Label{Name: l.Name, Value: l.Value})
+				e2.LabelsRefs = append(e2.LabelsRefs, st.Symbolize(l.Name), st.Symbolize(l.Value))
+			})
+			ts1.Exemplars, ts2.Exemplars = []prompb.Exemplar{e1}, []writev2.Exemplar{e2}
+		}
+		v1.Timeseries = append(v1.Timeseries, ts1)
+		v2.Timeseries = append(v2.Timeseries, ts2)
+	}
+	if msg == v1Msg {
+		return decMarshal(tb, v1)
+	}
+	v2.Symbols = st.Symbols()
+	return decMarshal(tb, v2)
+}
+
+// TestDecodeExemplarsAllocs pins that exemplars cost allocations only to a
+// caller that asks for them: Next checks the exemplar messages without
+// building anything, so a request with exemplars decodes with no allocation
+// when Series.Exemplars is not called, and Exemplars makes its one
+// allocation per exemplar (the labels, which the head's exemplar storage
+// keeps) only for the series it is called for. examples/peers's
+// impl=ingestkit-vmwork relies on the first.
+func TestDecodeExemplarsAllocs(t *testing.T) {
+	if bytestr.Copies {
+		t.Skip("the purego build copies every label")
+	}
+	const n = 100
+	for _, msg := range []remoteapi.WriteMessageType{v1Msg, v2Msg} {
+		t.Run(string(msg), func(t *testing.T) {
+			buf := decExemplarRequest(t, msg, n)
+			var d Decoder
+			d.SetInterner(&decMapInterner{m: map[string]string{}})
+			var sink uint64
+			decode := func(exemplarsEvery int) func() {
+				return func() {
+					if err := d.Reset(buf, msg); err != nil {
+						t.Fatal(err)
+					}
+					for i := 0; d.Next(); i++ {
+						s := d.Series()
+						sink += s.Hash() + uint64(len(s.Samples())+len(s.Histograms()))
+						if exemplarsEvery > 0 && i%exemplarsEvery == 1 {
+							for _, e := range s.Exemplars() {
+								sink += uint64(e.Ts)
+							}
+						}
+					}
+					if err := d.Err(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if got := testing.AllocsPerRun(10, decode(0)); got != 0 {
+				t.Errorf("decoding without Exemplars made %v allocations, want 0", got)
+			}
+			if decLabelsBuild() == "dedupelabels" {
+				return // its symbol table allocates as it grows
+			}
+			// Every fourth series, from the second: half of the exemplars.
+			if got, want := testing.AllocsPerRun(10, decode(4)), float64(n/4); got != want {
+				t.Errorf("decoding with Exemplars on %d of %d exemplar series made %v allocations, want %v", n/4, n/2, got, want)
+			}
+			_ = sink
+		})
+	}
+}

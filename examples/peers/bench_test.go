@@ -17,10 +17,27 @@ var benchSink uint64
 // fastest peers and with Prometheus's handler, on the same uncompressed
 // bytes, with the sub-benchmark names of the root module's BenchmarkDecode:
 // series=5000 is its synthetic request of float series with ten labels,
-// case=captured its real request (rw1-0005, rw2-0006). Every impl sinks the
-// same work (see decoder), so impl=victoriametrics and impl=mimir include
-// the Prometheus-compatible hash that ingestkit and Prometheus compute;
-// impl=victoriametrics decodes remote-write 1.0 only.
+// case=captured its real request (rw1-0005, rw2-0006). Each impl sinks the
+// parts of the request it decodes in the same way (see decoder), so
+// impl=victoriametrics and impl=mimir include the Prometheus-compatible hash
+// that ingestkit and Prometheus compute. Which parts each sinks:
+//
+//   - impl=prometheus, impl=ingestkit, impl=mimir: every series' hash, float
+//     samples, histograms, exemplars and 2.0 metadata (Mimir keeps one
+//     metadata per metric family, the others one per series).
+//   - impl=victoriametrics, remote-write 1.0 only: the hash and float
+//     samples of each series with samples, and for a series of native
+//     histograms the float series it makes of them; no exemplars, which
+//     VictoriaMetrics's unmarshaler skips.
+//   - impl=ingestkit-vmwork, 1.0 only: the same parts of the request as
+//     impl=victoriametrics: the hash and float samples of each series with
+//     samples, the histograms (decoded into histogram.Histograms), no
+//     exemplars. Compare impl=victoriametrics with it, not with
+//     impl=ingestkit, which also decodes the exemplars.
+//
+// On series=5000, which has float samples only, impl=ingestkit and
+// impl=ingestkit-vmwork do the same work. TestSameHashes checks what each
+// impl sinks.
 func BenchmarkDecode(b *testing.B) {
 	for _, rw := range []int{1, 2} {
 		cases := []struct {

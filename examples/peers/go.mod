@@ -10,6 +10,7 @@ require (
 	github.com/grafana/mimir v1.3.1-0.20260423142704-aced80d74930
 	github.com/ingestkit/ingestkit v0.0.0
 	github.com/prometheus/client_golang/exp v0.0.0-20261019101427-217707f26b14
+	github.com/prometheus/common v0.72.1
 	github.com/prometheus/prometheus v1.99.0
 )
 
@@ -38,7 +39,6 @@ require (
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.1 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fastrand v1.1.0 // indirect

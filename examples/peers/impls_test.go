@@ -24,20 +24,31 @@ import (
 
 // A decoder decodes one uncompressed remote-write body (protocol version rw,
 // 1 or 2) as a receiver built on it would before appending, and sinks the
-// same work whatever the implementation: for each series its
-// Prometheus-compatible label hash (which reads every label's bytes), every
-// float sample's value and timestamp, and the timestamp of every histogram
-// sample and exemplar the implementation decodes. It returns the sum of all
-// that, and, when hashes is not nil, appends each series' hash to it in the
-// order the series came out. A decoder reuses its state from one call to
-// the next and is not safe for concurrent use.
+// parts of the request it decodes, the same way whatever the
+// implementation: for each series it yields its Prometheus-compatible label
+// hash (which reads every label's bytes), every float sample's value and
+// timestamp, the timestamp of every histogram sample and exemplar, and the
+// length of every metadata help text. It returns the sum of all that, and,
+// when t is not nil, records in t what it sank. A decoder reuses its state
+// from one call to the next and is not safe for concurrent use.
 type decoder interface {
-	decode(buf []byte, rw int, hashes *[]uint64) (uint64, error)
+	decode(buf []byte, rw int, t *tally) (uint64, error)
+}
+
+// A tally is what a decoder sank of one request, for TestSameHashes: the
+// hashes in the order the series came out, and the number of float samples,
+// histogram samples, exemplars and metadata.
+type tally struct {
+	hashes                                   []uint64
+	samples, histograms, exemplars, metadata int
 }
 
 // impls are the implementations BenchmarkDecode and TestSameHashes run, by
 // the name of their impl= sub-benchmark, with the protocol versions each
-// decodes.
+// decodes. Each impl's comment says which parts of a request it sinks;
+// impl=prometheus, impl=ingestkit and impl=mimir sink all of them,
+// impl=victoriametrics and impl=ingestkit-vmwork the parts VictoriaMetrics's
+// unmarshaler decodes.
 var impls = []struct {
 	name string
 	rw   []int
@@ -45,6 +56,7 @@ var impls = []struct {
 }{
 	{"prometheus", []int{1, 2}, func() decoder { return new(prometheusDecoder) }},
 	{"ingestkit", []int{1, 2}, func() decoder { return new(ingestkitDecoder) }},
+	{"ingestkit-vmwork", []int{1}, func() decoder { return &ingestkitDecoder{vmWork: true} }},
 	{"victoriametrics", []int{1}, func() decoder { return new(vmDecoder) }},
 	{"mimir", []int{1, 2}, func() decoder { return new(mimirDecoder) }},
 }
@@ -52,22 +64,34 @@ var impls = []struct {
 // sampleWork is what a decoder sinks of a float sample.
 func sampleWork(v float64, ts int64) uint64 { return math.Float64bits(v) + uint64(ts) }
 
+// add records a series' hash and counts in t, if t is not nil.
+func (t *tally) add(h uint64, samples, histograms, exemplars int) {
+	if t == nil {
+		return
+	}
+	t.hashes = append(t.hashes, h)
+	t.samples += samples
+	t.histograms += histograms
+	t.exemplars += exemplars
+}
+
 // prometheusDecoder is Prometheus's remote-write handler up to the append,
 // as in the root module's BenchmarkDecode: gogo's generated Unmarshal into a
 // fresh message, then per series ToLabels and Hash, and for histograms and
-// exemplars the conversions the handler makes.
+// exemplars the conversions the handler makes. It sinks every part of the
+// request but 1.0 metadata, which the handler ignores.
 type prometheusDecoder struct {
 	sb labels.ScratchBuilder
 }
 
-func (p *prometheusDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64, error) {
+func (p *prometheusDecoder) decode(buf []byte, rw int, t *tally) (uint64, error) {
 	if rw == 1 {
-		return p.decodeV1(buf, hashes)
+		return p.decodeV1(buf, t)
 	}
-	return p.decodeV2(buf, hashes)
+	return p.decodeV2(buf, t)
 }
 
-func (p *prometheusDecoder) decodeV1(buf []byte, hashes *[]uint64) (uint64, error) {
+func (p *prometheusDecoder) decodeV1(buf []byte, t *tally) (uint64, error) {
 	var req prompb.WriteRequest
 	if err := proto.Unmarshal(buf, &req); err != nil {
 		return 0, err
@@ -75,9 +99,7 @@ func (p *prometheusDecoder) decodeV1(buf []byte, hashes *[]uint64) (uint64, erro
 	var sink uint64
 	for _, ts := range req.Timeseries {
 		h := ts.ToLabels(&p.sb, nil).Hash()
-		if hashes != nil {
-			*hashes = append(*hashes, h)
-		}
+		t.add(h, len(ts.Samples), len(ts.Histograms), len(ts.Exemplars))
 		sink += h
 		for _, s := range ts.Samples {
 			sink += sampleWork(s.Value, s.Timestamp)
@@ -97,7 +119,7 @@ func (p *prometheusDecoder) decodeV1(buf []byte, hashes *[]uint64) (uint64, erro
 	return sink, nil
 }
 
-func (p *prometheusDecoder) decodeV2(buf []byte, hashes *[]uint64) (uint64, error) {
+func (p *prometheusDecoder) decodeV2(buf []byte, t *tally) (uint64, error) {
 	var req writev2.Request
 	if err := proto.Unmarshal(buf, &req); err != nil {
 		return 0, err
@@ -109,9 +131,7 @@ func (p *prometheusDecoder) decodeV2(buf []byte, hashes *[]uint64) (uint64, erro
 			return 0, err
 		}
 		h := ls.Hash()
-		if hashes != nil {
-			*hashes = append(*hashes, h)
-		}
+		t.add(h, len(ts.Samples), len(ts.Histograms), len(ts.Exemplars))
 		sink += h
 		for _, s := range ts.Samples {
 			sink += sampleWork(s.Value, s.Timestamp)
@@ -119,6 +139,9 @@ func (p *prometheusDecoder) decodeV2(buf []byte, hashes *[]uint64) (uint64, erro
 		m, err := ts.ToMetadata(req.Symbols)
 		if err != nil {
 			return 0, err
+		}
+		if t != nil {
+			t.metadata++
 		}
 		sink += uint64(len(m.Help))
 		for _, hp := range ts.Histograms {
@@ -141,12 +164,23 @@ func (p *prometheusDecoder) decodeV2(buf []byte, hashes *[]uint64) (uint64, erro
 }
 
 // ingestkitDecoder is ingestkit's Decoder, which hashes each series' labels
-// in the pass that finds them.
+// in the pass that finds them and decodes a series' exemplars only when
+// Series.Exemplars is called (Next checks their messages).
+//
+// As impl=ingestkit it sinks every part of the request, as impl=prometheus
+// does. As impl=ingestkit-vmwork (vmWork) it sinks the parts that
+// VictoriaMetrics's unmarshaler decodes and impl=victoriametrics sinks: it
+// does not ask for exemplars, which VictoriaMetrics skips, and like
+// VictoriaMetrics it yields, and hashes, only the series that have float
+// samples or histograms (a series of exemplars only gives VictoriaMetrics
+// no series). Histograms are decoded by Next either way, into
+// histogram.Histograms here and into float series by VictoriaMetrics.
 type ingestkitDecoder struct {
-	d ingest.Decoder
+	d      ingest.Decoder
+	vmWork bool
 }
 
-func (k *ingestkitDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64, error) {
+func (k *ingestkitDecoder) decode(buf []byte, rw int, t *tally) (uint64, error) {
 	msg := remoteapi.WriteV1MessageType
 	if rw == 2 {
 		msg = remoteapi.WriteV2MessageType
@@ -157,17 +191,22 @@ func (k *ingestkitDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64,
 	var sink uint64
 	for k.d.Next() {
 		s := k.d.Series()
-		h := s.Hash()
-		if hashes != nil {
-			*hashes = append(*hashes, h)
+		samples, hists := s.Samples(), s.Histograms()
+		if k.vmWork && len(samples) == 0 && len(hists) == 0 {
+			continue
 		}
+		h := s.Hash()
 		sink += h
-		for _, smp := range s.Samples() {
+		for _, smp := range samples {
 			sink += sampleWork(smp.Value, smp.Timestamp)
 		}
-		m, _ := s.Metadata()
-		sink += uint64(len(m.Help))
-		for _, hs := range s.Histograms() {
+		if m, ok := s.Metadata(); ok {
+			if t != nil {
+				t.metadata++
+			}
+			sink += uint64(len(m.Help))
+		}
+		for _, hs := range hists {
 			if hs.FH != nil {
 				sink += uint64(hs.FH.Schema)
 			} else {
@@ -175,9 +214,15 @@ func (k *ingestkitDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64,
 			}
 			sink += uint64(hs.Timestamp)
 		}
-		for _, e := range s.Exemplars() {
+		if k.vmWork {
+			t.add(h, len(samples), len(hists), 0)
+			continue
+		}
+		es := s.Exemplars()
+		for _, e := range es {
 			sink += uint64(e.Ts)
 		}
+		t.add(h, len(samples), len(hists), len(es))
 	}
 	return sink, k.d.Err()
 }
@@ -188,13 +233,15 @@ func (k *ingestkitDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64,
 // It skips exemplars and turns each native histogram sample into float
 // series of its own (_count, _sum and one _bucket per vmrange): those series
 // are what it yields, so it does other work than the rest on a request with
-// native histograms.
+// native histograms. It yields no series for one that has neither samples
+// nor histograms. It decodes 1.0 metadata but the case does not sink it:
+// none of the requests of BenchmarkDecode has any.
 type vmDecoder struct {
 	wru vmprompb.WriteRequestUnmarshaler
 	h   promHasher
 }
 
-func (v *vmDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64, error) {
+func (v *vmDecoder) decode(buf []byte, rw int, t *tally) (uint64, error) {
 	if rw != 1 {
 		return 0, fmt.Errorf("victoriametrics: remote-write %d is not supported", rw)
 	}
@@ -217,9 +264,7 @@ func (v *vmDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64, error)
 			}
 			h = v.h.sorted(v.h.ls)
 		}
-		if hashes != nil {
-			*hashes = append(*hashes, h)
-		}
+		t.add(h, len(ts.Samples), 0, 0)
 		sink += h
 		for _, s := range ts.Samples {
 			sink += sampleWork(s.Value, s.Timestamp)
@@ -232,12 +277,13 @@ func (v *vmDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64, error)
 // mimirpb.PreallocWriteRequest, whose Unmarshal takes its slices from
 // Mimir's pools and turns a 2.0 request into 1.0 series with label strings
 // that alias buf, then ReuseSlice to give them back, plus the
-// Prometheus-compatible hash.
+// Prometheus-compatible hash. It sinks every part of the request, but
+// leaves histograms in their protobuf form.
 type mimirDecoder struct {
 	h promHasher
 }
 
-func (m *mimirDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64, error) {
+func (m *mimirDecoder) decode(buf []byte, rw int, t *tally) (uint64, error) {
 	var req mimirpb.PreallocWriteRequest
 	req.UnmarshalFromRW2 = rw == 2
 	if err := req.Unmarshal(buf); err != nil {
@@ -258,9 +304,7 @@ func (m *mimirDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64, err
 			}
 			h = m.h.sorted(m.h.ls)
 		}
-		if hashes != nil {
-			*hashes = append(*hashes, h)
-		}
+		t.add(h, len(ts.Samples), len(ts.Histograms), len(ts.Exemplars))
 		sink += h
 		for _, s := range ts.Samples {
 			sink += sampleWork(s.Value, s.TimestampMs)
@@ -274,6 +318,9 @@ func (m *mimirDecoder) decode(buf []byte, rw int, hashes *[]uint64) (uint64, err
 	}
 	for _, md := range req.Metadata {
 		sink += uint64(len(md.Help))
+	}
+	if t != nil {
+		t.metadata += len(req.Metadata)
 	}
 	return sink, nil
 }

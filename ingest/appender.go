@@ -107,6 +107,9 @@ type resolver struct {
 	// the guesses after it are tried, rather than with the others.
 	guessing bool
 	touch    uint64 // the sum of a batched probe's reads (lookupChunk), kept so that they are made
+	// order and keys are appendOrder's buffers, kept across transactions.
+	order []int
+	keys  []uint64
 }
 
 // bind takes the cache's table for db, before a transaction is opened on

@@ -102,6 +102,8 @@ func fragmentOrders(rng *rand.Rand, n, perTarget, meanFrag, rounds int) [][]int 
 //     across requests and confirmed against the pairs, Append(ref, ls);
 //   - impl=ingestkit-batch: the same, with the series resolved by
 //     LookupBatch, batchSize at a time, then appended in request order;
+//   - impl=ingestkit-sorted: the same lookups, with the handles of the
+//     whole request kept, then appended in AppendOrder's order (by ref);
 //   - impl=oracle: the floor, a perfect cache that costs nothing: the refs
 //     and the built labels of every series are known before the clock
 //     starts, and the request is Append(ref, ls) alone, on the same head.
@@ -145,7 +147,7 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	for _, order := range []string{"same", "shuffled", "fragments"} {
 		reqs := orders[order]
-		for _, impl := range []string{"prometheus", "getref", "ingestkit", "ingestkit-batch", "oracle"} {
+		for _, impl := range []string{"prometheus", "getref", "ingestkit", "ingestkit-batch", "ingestkit-sorted", "oracle"} {
 			// The case keeps its name: series=100000/impl=...
 			name := fmt.Sprintf("series=%d/impl=%s", n, impl)
 			if order != "same" {
@@ -167,6 +169,7 @@ func BenchmarkAppend(b *testing.B) {
 				}
 				hs := make([]Handle, batchSize)
 				errs := make([]error, batchSize)
+				var reqHs []Handle           // impl=ingestkit-sorted: the request's handles
 				var refs []storage.SeriesRef // impl=oracle: by index in sets
 				round := 0
 				guessed := 0
@@ -252,6 +255,40 @@ func BenchmarkAppend(b *testing.B) {
 								if err := a.Append(&hs[j], 0, ts, float64(start+j), nil, nil, storage.AOptions{}); err != nil {
 									b.Fatal(err)
 								}
+							}
+						}
+						guessed += a.Stats().Guessed
+						if err := a.Commit(); err != nil {
+							b.Fatal(err)
+						}
+					case "ingestkit-sorted":
+						if a == nil {
+							a = NewAppenderV2(context.Background(), head, cache, ts)
+						} else {
+							a.Reset(context.Background(), head, ts)
+						}
+						reqHs = slices.Grow(reqHs[:0], len(req.idx))[:len(req.idx)]
+						rr := requestReader{buf: req.buf}
+						for start := 0; start < len(req.idx); start += len(views) {
+							k := min(len(views), len(req.idx)-start)
+							for j := range k {
+								v := &views[j]
+								v.set.Reset()
+								for range rr.series() {
+									name := rr.str()
+									v.set.Add(name, rr.str())
+								}
+							}
+							a.LookupBatch(batch[:k], reqHs[start:start+k], errs[:k])
+							for j := range k {
+								if errs[j] != nil {
+									b.Fatal(errs[j])
+								}
+							}
+						}
+						for _, i := range a.AppendOrder(reqHs) {
+							if err := a.Append(&reqHs[i], 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
+								b.Fatal(err)
 							}
 						}
 						guessed += a.Stats().Guessed

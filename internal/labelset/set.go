@@ -120,8 +120,34 @@ func (b *Set) ResetTenant(tenant string) {
 //
 // Add makes no allocation once the Set has held as many pairs before.
 func (b *Set) Add(name, value []byte) {
-	one := [1]labelhash.Pair{{Name: name, Value: value}}
-	b.AddPairs(one[:])
+	// AddPairs of one pair, without building the pair and the loop around
+	// it (BenchmarkHash in package labels, impl=ingestkit): the same order
+	// check, and the pair goes to both hashes unless it or one before it
+	// arrived out of order, then to the tenant hash only.
+	p := b.push()
+	p.name, p.value, p.borrowed = bytestr.String(name), bytestr.String(value), true
+	if n := len(b.pairs) - 1; n > 0 && !b.unsorted {
+		// outOfOrder, by hand, as in AddPairs.
+		last := &b.pairs[n-1]
+		switch {
+		case len(p.name) >= 8 && len(last.name) >= 8 && prefix8(p.name) != prefix8(last.name):
+			b.unsorted = prefix8(p.name) < prefix8(last.name)
+		case len(p.name) >= 4 && len(last.name) >= 4 && prefix4(p.name) != prefix4(last.name):
+			b.unsorted = prefix4(p.name) < prefix4(last.name)
+		case len(p.name) > 0 && len(last.name) > 0 && p.name[0] != last.name[0]:
+			b.unsorted = p.name[0] < last.name[0]
+		default:
+			b.unsorted = p.name < last.name || p.name == last.name && p.value < last.value
+		}
+	}
+	switch {
+	case !b.unsorted && !b.withTenant:
+		b.h.Hasher.Write(name, value)
+	case !b.unsorted:
+		b.h.Write(name, value)
+	case b.withTenant:
+		b.h.WriteTenant(name, value)
+	}
 }
 
 // AddPairs adds the pairs in order, as an [Set.Add] of each would, in one

@@ -349,6 +349,10 @@ const MaxDecoderRetained = 1 << 16
 func (s *Series) trim() {
 	s.set.Trim(MaxDecoderRetained)
 	s.exSet.Trim(MaxDecoderRetained)
+	// reset keeps the strings of earlier series in the Sets' buffers:
+	// drop the views of the previous request.
+	s.set.Release()
+	s.exSet.Release()
 	if cap(s.samples) > MaxDecoderRetained {
 		s.samples = nil
 	}

@@ -54,11 +54,14 @@ func (b *HashedBuilder) SetSymbolTable(t *labels.SymbolTable) { b.s.SetSymbolTab
 // Reset forgets the pairs of the previous series. It keeps the HashedBuilder's
 // buffers, so a reused HashedBuilder stops allocating once it has seen its
 // largest series.
-func (b *HashedBuilder) Reset() { b.s.Reset() }
+func (b *HashedBuilder) Reset() { b.s.Release() }
 
 // ResetTenant is [HashedBuilder.Reset] that also starts computing
 // [HashedBuilder.TenantHash] for tenant.
-func (b *HashedBuilder) ResetTenant(tenant string) { b.s.ResetTenant(tenant) }
+func (b *HashedBuilder) ResetTenant(tenant string) {
+	b.s.Release()
+	b.s.ResetTenant(tenant)
+}
 
 // Add adds a pair given as byte slices, typically straight from a request
 // buffer. The HashedBuilder keeps the slices, without copying, until the next

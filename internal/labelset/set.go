@@ -37,7 +37,10 @@ type Set struct {
 	withTenant bool
 	tenant     string
 	pairs      []pair
-	unsorted   bool // a pair arrived out of order; the hasher is stale
+	// used is the longest pairs has been since the last Release:
+	// pairs[len(pairs):used] may still hold strings of earlier series.
+	used     int
+	unsorted bool // a pair arrived out of order; the hasher is stale
 	// The tenant part of h follows the pairs in arrival order, always (it
 	// is what Thanos hashes); once pairs were reordered, the tenant hash of
 	// the sorted pairs is computed apart, on demand, and kept until the
@@ -77,16 +80,30 @@ func (b *Set) SetSymbolTable(t *labels.SymbolTable) {
 
 // Reset forgets the pairs of the previous series. It keeps the Set's
 // buffers, so a reused Set stops allocating once it has seen its largest
-// series.
+// series. The strings of earlier pairs stay in the pairs' buffer until the
+// next pairs overwrite them or [Set.Release] drops them.
 func (b *Set) Reset() {
 	b.h.Hasher.Reset()
 	b.withTenant = false
 	b.tenant = ""
-	clear(b.pairs) // drop references to the previous request's memory
+	// No clear of the pairs here: with the GC running, clearing pointers
+	// costs write barriers on every series (BenchmarkDecode in package
+	// ingest, case=captured). Release clears them once per request.
+	b.used = max(b.used, len(b.pairs))
 	b.pairs = b.pairs[:0]
 	b.dropScratch()
 	b.unsorted = false
 	b.reordered, b.sortedOK = false, false
+}
+
+// Release is [Set.Reset] that also drops every reference the Set holds to
+// the bytes and strings of the pairs added since the last Release, so that
+// a reused Set does not keep a request's memory alive after it. A caller
+// that resets the Set per series calls it once the request is done.
+func (b *Set) Release() {
+	b.Reset()
+	clear(b.pairs[:b.used])
+	b.used = 0
 }
 
 // Trim lets go of the Set's buffers if its largest series had more than
@@ -95,7 +112,7 @@ func (b *Set) Reset() {
 // [Set.ResetTenant], which start the next series.
 func (b *Set) Trim(maxPairs int) {
 	if cap(b.pairs) > maxPairs {
-		b.pairs = nil
+		b.pairs, b.used = nil, 0
 		b.sb = labels.ScratchBuilder{}
 		b.sbReady = false
 		b.scratch = labels.EmptyLabels()
@@ -120,8 +137,34 @@ func (b *Set) ResetTenant(tenant string) {
 //
 // Add makes no allocation once the Set has held as many pairs before.
 func (b *Set) Add(name, value []byte) {
-	one := [1]labelhash.Pair{{Name: name, Value: value}}
-	b.AddPairs(one[:])
+	// AddPairs of one pair, without building the pair and the loop around
+	// it (BenchmarkHash in package labels, impl=ingestkit): the same order
+	// check, and the pair goes to both hashes unless it or one before it
+	// arrived out of order, then to the tenant hash only.
+	p := b.push()
+	p.name, p.value, p.borrowed = bytestr.String(name), bytestr.String(value), true
+	if n := len(b.pairs) - 1; n > 0 && !b.unsorted {
+		// outOfOrder, by hand, as in AddPairs.
+		last := &b.pairs[n-1]
+		switch {
+		case len(p.name) >= 8 && len(last.name) >= 8 && prefix8(p.name) != prefix8(last.name):
+			b.unsorted = prefix8(p.name) < prefix8(last.name)
+		case len(p.name) >= 4 && len(last.name) >= 4 && prefix4(p.name) != prefix4(last.name):
+			b.unsorted = prefix4(p.name) < prefix4(last.name)
+		case len(p.name) > 0 && len(last.name) > 0 && p.name[0] != last.name[0]:
+			b.unsorted = p.name[0] < last.name[0]
+		default:
+			b.unsorted = p.name < last.name || p.name == last.name && p.value < last.value
+		}
+	}
+	switch {
+	case !b.unsorted && !b.withTenant:
+		b.h.Hasher.Write(name, value)
+	case !b.unsorted:
+		b.h.Write(name, value)
+	case b.withTenant:
+		b.h.WriteTenant(name, value)
+	}
 }
 
 // AddPairs adds the pairs in order, as an [Set.Add] of each would, in one

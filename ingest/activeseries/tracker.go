@@ -121,7 +121,8 @@ type Stats struct {
 }
 
 // Tracker counts the active series of a tenant: those seen by
-// [Tracker.Update] or [Tracker.UpdateHistogram] since the last
+// [Tracker.Update], [Tracker.UpdateBatch] or [Tracker.UpdateHistogram]
+// since the last
 // [Tracker.Purge] that could have dropped them. It takes the hash the caller
 // computed and the TSDB's own labels.Labels, which it keeps by reference,
 // never copying them, and uses only to tell apart series whose hashes

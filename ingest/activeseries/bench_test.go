@@ -286,6 +286,9 @@ var (
 //     senders do: a series' time then stays in one core's cache, and only
 //     what the tracker shares between series, such as a stripe's lock,
 //     moves between the cores;
+//   - state=existing-batch (impl=ingestkit only): state=existing through
+//     Tracker.UpdateBatch, 64 series a call, as a receiver passes the
+//     series of a request;
 //   - state=new: series the tracker does not hold: each round of n
 //     updates adds every series to a tracker made for the round, so that
 //     the cost of growing the tracker to n series is in the op.
@@ -304,8 +307,41 @@ func BenchmarkTrackerUpdate(b *testing.B) {
 					}
 				})
 			}
+			if state == "existing" {
+				b.Run(fmt.Sprintf("series=%d/state=existing-batch/impl=ingestkit", n), func(b *testing.B) {
+					benchTrackerBatch(b, n, newIngestkitImpl(0).(ingestkitImpl).Tracker)
+				})
+			}
 		}
 	}
+}
+
+// benchTrackerBatch is benchTrackerExisting through UpdateBatch.
+func benchTrackerBatch(b *testing.B, n int, tr *Tracker) {
+	shuffled := fillTracker(b, n, ingestkitImpl{tr})
+	const batch = 64
+	var goroutines atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(goroutines.Add(1)*7919) % n
+		now := int64(2)
+		hashes := make([]uint64, 0, batch)
+		lsets := make([]labels.Labels, 0, batch)
+		for pb.Next() {
+			s := &shuffled[i]
+			hashes, lsets = append(hashes, s.hash), append(lsets, s.ls)
+			if i++; i == n {
+				i = 0
+				now++
+			}
+			if len(hashes) == batch {
+				tr.UpdateBatch(hashes, lsets, now)
+				hashes, lsets = hashes[:0], lsets[:0]
+			}
+		}
+		tr.UpdateBatch(hashes, lsets, now)
+	})
 }
 
 // fillTracker adds the n benchmark series to tr at time 1 and returns them

@@ -121,7 +121,8 @@ type Stats struct {
 }
 
 // Tracker counts the active series of a tenant: those seen by
-// [Tracker.Update] or [Tracker.UpdateHistogram] since the last
+// [Tracker.Update], [Tracker.UpdateBatch] or [Tracker.UpdateHistogram]
+// since the last
 // [Tracker.Purge] that could have dropped them. It takes the hash the caller
 // computed and the TSDB's own labels.Labels, which it keeps by reference,
 // never copying them, and uses only to tell apart series whose hashes
@@ -510,6 +511,80 @@ func (cs *customSet) kept(c CustomTracker) (int, bool) {
 // TestTrackerAllocs bounds when 1M series are added.
 func (t *Tracker) Update(hash uint64, ls labels.Labels, now int64) (created bool) {
 	return t.update(hash, ls, now, 0)
+}
+
+// UpdateBatch is [Tracker.Update] of each series hashes[i], lsets[i] in
+// turn, all at now, and returns how many of them were new. It makes the
+// same updates as those calls, in the same order, with the same
+// allocations, but it first reads the index slots and then the entries of
+// a few series at a time, before it updates them: the cache misses of
+// different series, which Update takes one after the other, then overlap
+// (BenchmarkTrackerUpdate, state=existing-batch). UpdateBatch panics if the
+// slices differ in length.
+func (t *Tracker) UpdateBatch(hashes []uint64, lsets []labels.Labels, now int64) (created int) {
+	if len(hashes) != len(lsets) {
+		panic("activeseries: Tracker.UpdateBatch with slices of different lengths")
+	}
+	if t.stripes == nil {
+		panic("activeseries: Tracker not made by New")
+	}
+	for len(hashes) > 0 {
+		n := min(len(hashes), trackerBatchLen)
+		t.touchBatch(hashes[:n])
+		for i, h := range hashes[:n] {
+			if t.update(h, lsets[i], now, 0) {
+				created++
+			}
+		}
+		hashes, lsets = hashes[n:], lsets[n:]
+	}
+	return created
+}
+
+// trackerBatchLen is the number of series whose memory UpdateBatch reads
+// ahead of their updates: enough loads in flight to overlap their misses,
+// few enough for a core's out-of-order window to hold them
+// (BenchmarkTrackerUpdate, state=existing-batch).
+const trackerBatchLen = 16
+
+// touchBatch reads the home slots of the series of hashes, then the entry
+// of each one's first slot with its tag, so that their updates find them
+// in the cache. It reads with sync/atomic, as a lookup does, and changes
+// nothing; the loads of one pass do not depend on one another.
+func (t *Tracker) touchBatch(hashes []uint64) {
+	var tbs [trackerBatchLen]*trackerTable
+	var homes [trackerBatchLen]uint64
+	for i, h := range hashes {
+		tb := t.stripes[h&t.mask].table.Load()
+		if tb == nil {
+			continue
+		}
+		p := uint64(uint32(h>>32)) * uint64(len(tb.index)) >> 32
+		atomic.LoadUint64(&tb.index[p])
+		tbs[i], homes[i] = tb, p
+	}
+	for i, h := range hashes {
+		tb := tbs[i]
+		if tb == nil {
+			continue
+		}
+		tag, n := uint32(h>>32), uint64(len(tb.index))
+		for p := homes[i]; ; {
+			v := atomic.LoadUint64(&tb.index[p])
+			if v == 0 {
+				break
+			}
+			if uint32(v>>32) == tag {
+				if k, j := trackerChunkOf(uint32(v) - 1); k < len(tb.chunks) {
+					atomic.LoadInt64(&tb.chunks[k][j].last)
+				}
+				break
+			}
+			if p++; p == n {
+				p = 0
+			}
+		}
+	}
 }
 
 // UpdateHistogram is [Tracker.Update] for a native histogram series with the

@@ -27,11 +27,16 @@ func TestTrackerAllocs(t *testing.T) {
 	byLabel.UpdateHistogram(trackerMix(n), ls, 10, 1)
 	now := int64(2)
 	st := Stats{Custom: make([]CustomTrackerCounts, 0, 1)}
+	batchHashes, batchSets := make([]uint64, 40), make([]labels.Labels, 40)
+	for i := range batchHashes {
+		batchHashes[i], batchSets[i] = trackerMix(uint64(i*97)%n), ls
+	}
 	for _, tc := range []struct {
 		name string
 		f    func()
 	}{
 		{"Update/existing", func() { tr.Update(trackerMix(uint64(now)%n), ls, now); now++ }},
+		{"UpdateBatch/existing", func() { tr.UpdateBatch(batchHashes, batchSets, now); now++ }},
 		{"UpdateHistogram/existing", func() { tr.UpdateHistogram(trackerMix(n), ls, 10, now); now++ }},
 		{"UpdateHistogram/buckets", func() { tr.UpdateHistogram(trackerMix(n), ls, int(now%50), now); now++ }},
 		{"Active", func() { _ = tr.Active() }},

@@ -85,10 +85,7 @@ func TestTrackerDifferential(t *testing.T) {
 		{Name: "team-a", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "team", "a")}},
 		{Name: "i-ends-in-7", Matchers: []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "i", ".*7")}},
 	}
-	for _, tc := range []struct {
-		stripes, pool, ops int
-		collide            float64 // fraction of series on one of 3 shared hashes
-	}{
+	for _, tc := range []trackerDiffCase{
 		{1, 1, 200, 0},
 		{1, 127, 3000, 0},
 		{1, 128, 3000, 0.5},
@@ -98,76 +95,112 @@ func TestTrackerDifferential(t *testing.T) {
 		{4, 5000, 60000, 0.01},
 		{128, 5000, 30000, 0.5},
 	} {
-		t.Run(fmt.Sprintf("stripes=%d/pool=%d/collide=%v", tc.stripes, tc.pool, tc.collide), func(t *testing.T) {
-			r := rand.New(rand.NewPCG(uint64(tc.pool), uint64(tc.stripes)))
-			sets := trackerTestLabels(tc.pool)
-			hashes := make([]uint64, tc.pool)
-			for i, ls := range sets {
-				hashes[i] = ls.Hash()
-				if r.Float64() < tc.collide {
-					hashes[i] = uint64(r.IntN(3))
-				}
+		for _, batch := range []bool{false, true} {
+			t.Run(fmt.Sprintf("stripes=%d/pool=%d/collide=%v/batch=%v", tc.stripes, tc.pool, tc.collide, batch), func(t *testing.T) {
+				testTrackerDifferential(t, custom, tc, batch)
+			})
+		}
+	}
+}
+
+type trackerDiffCase struct {
+	stripes, pool, ops int
+	collide            float64 // fraction of series on one of 3 shared hashes
+}
+
+// testTrackerDifferential is a case of TestTrackerDifferential; with batch,
+// float updates go through UpdateBatch, up to 40 series at a time.
+func testTrackerDifferential(t *testing.T, custom []CustomTracker, tc trackerDiffCase, batch bool) {
+	var batchHashes []uint64
+	var batchSets []labels.Labels
+	r := rand.New(rand.NewPCG(uint64(tc.pool), uint64(tc.stripes)))
+	sets := trackerTestLabels(tc.pool)
+	hashes := make([]uint64, tc.pool)
+	for i, ls := range sets {
+		hashes[i] = ls.Hash()
+		if r.Float64() < tc.collide {
+			hashes[i] = uint64(r.IntN(3))
+		}
+	}
+	tr := newTestTracker(t, Options{Stripes: tc.stripes, Custom: custom})
+	m := &trackerModel{series: map[string]*trackerModelSeries{}, custom: custom}
+	clock := int64(100)
+	for step := range tc.ops {
+		switch x := r.IntN(1000); {
+		case x < 3: // purge, mostly a little, sometimes nearly all
+			keepFrom := clock - int64(r.IntN(50))
+			if r.IntN(4) == 0 {
+				keepFrom = clock - 2
 			}
-			tr := newTestTracker(t, Options{Stripes: tc.stripes, Custom: custom})
-			m := &trackerModel{series: map[string]*trackerModelSeries{}, custom: custom}
-			clock := int64(100)
-			for step := range tc.ops {
-				switch x := r.IntN(1000); {
-				case x < 3: // purge, mostly a little, sometimes nearly all
-					keepFrom := clock - int64(r.IntN(50))
-					if r.IntN(4) == 0 {
-						keepFrom = clock - 2
-					}
-					if got, want := tr.Purge(keepFrom), m.purge(keepFrom); got != want {
-						t.Fatalf("step %d: Purge(%d) = %d, want %d", step, keepFrom, got, want)
-					}
-					tr.check(t)
-				default:
-					i := r.IntN(tc.pool)
-					if r.IntN(2) == 0 {
-						i = r.IntN(1 + tc.pool/10) // a hot set
-					}
-					now := clock - int64(r.IntN(5)) // a little out of order
-					buckets := -1
-					if x%7 == 0 {
-						buckets = r.IntN(20)
-					}
-					var got bool
-					if buckets < 0 {
-						got = tr.Update(hashes[i], sets[i], now)
-					} else {
-						got = tr.UpdateHistogram(hashes[i], sets[i], buckets, now)
-					}
-					if want := m.update(sets[i], buckets, now); got != want {
-						t.Fatalf("step %d: update of series %d = %v, want %v", step, i, got, want)
-					}
-					if r.IntN(10) == 0 {
-						clock++
-					}
-				}
-				if step%97 == 0 {
-					var got Stats
-					tr.UpdateStats(&got)
-					if want := m.stats(); !reflect.DeepEqual(got, want) {
-						t.Fatalf("step %d: UpdateStats() = %+v, want %+v", step, got, want)
-					}
-				}
+			if got, want := tr.Purge(keepFrom), m.purge(keepFrom); got != want {
+				t.Fatalf("step %d: Purge(%d) = %d, want %d", step, keepFrom, got, want)
 			}
 			tr.check(t)
+		default:
+			i := r.IntN(tc.pool)
+			if r.IntN(2) == 0 {
+				i = r.IntN(1 + tc.pool/10) // a hot set
+			}
+			now := clock - int64(r.IntN(5)) // a little out of order
+			buckets := -1
+			if x%7 == 0 {
+				buckets = r.IntN(20)
+			}
+			var got bool
+			switch {
+			case batch && buckets < 0:
+				// A batch whose first series is i, compared by its
+				// count of new series.
+				batchHashes, batchSets = batchHashes[:0], batchSets[:0]
+				want := 0
+				for k := range 1 + r.IntN(40) {
+					j := i
+					if k > 0 {
+						j = r.IntN(tc.pool)
+					}
+					batchHashes, batchSets = append(batchHashes, hashes[j]), append(batchSets, sets[j])
+					if m.update(sets[j], -1, now) {
+						want++
+					}
+				}
+				if created := tr.UpdateBatch(batchHashes, batchSets, now); created != want {
+					t.Fatalf("step %d: UpdateBatch of %d series = %d created, want %d", step, len(batchHashes), created, want)
+				}
+			case buckets < 0:
+				got = tr.Update(hashes[i], sets[i], now)
+			default:
+				got = tr.UpdateHistogram(hashes[i], sets[i], buckets, now)
+			}
+			if batch && buckets < 0 {
+				// Compared above.
+			} else if want := m.update(sets[i], buckets, now); got != want {
+				t.Fatalf("step %d: update of series %d = %v, want %v", step, i, got, want)
+			}
+			if r.IntN(10) == 0 {
+				clock++
+			}
+		}
+		if step%97 == 0 {
 			var got Stats
 			tr.UpdateStats(&got)
 			if want := m.stats(); !reflect.DeepEqual(got, want) {
-				t.Fatalf("UpdateStats() = %+v, want %+v", got, want)
+				t.Fatalf("step %d: UpdateStats() = %+v, want %+v", step, got, want)
 			}
-			// Purge everything: the stripes give their tables back.
-			tr.Purge(math.MaxInt64)
-			tr.check(t)
-			for i := range tr.stripes {
-				if s := &tr.stripes[i]; s.table.Load() != nil || s.used != 0 {
-					t.Fatalf("stripe %d keeps its table, %d used, after purging all", i, s.used)
-				}
-			}
-		})
+		}
+	}
+	tr.check(t)
+	var got Stats
+	tr.UpdateStats(&got)
+	if want := m.stats(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("UpdateStats() = %+v, want %+v", got, want)
+	}
+	// Purge everything: the stripes give their tables back.
+	tr.Purge(math.MaxInt64)
+	tr.check(t)
+	for i := range tr.stripes {
+		if s := &tr.stripes[i]; s.table.Load() != nil || s.used != 0 {
+			t.Fatalf("stripe %d keeps its table, %d used, after purging all", i, s.used)
+		}
 	}
 }
 

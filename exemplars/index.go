@@ -108,16 +108,17 @@ func (x *index) head(series []seriesEntry, hash uint64) uint32 {
 }
 
 // hinted returns the series whose labels have the data of ls, whose address
-// is key, if a hint names it, or 0.
-func (x *index) hinted(series []seriesEntry, key uint64, ls labels.Labels) uint32 {
+// is key, if the hint of the given way (0, the newer, or 1) names it, or 0.
+// It inlines, for the first way, into [Ring.AddExemplar].
+func (x *index) hinted(series []seriesEntry, key uint64, ls labels.Labels, way uint64) uint32 {
 	if len(x.hints) == 0 {
 		return 0
 	}
-	i := x.home(key) &^ 1
-	for _, id := range x.hints[i : i+2] {
-		if int(id) < len(series) && sameData(series[id].lset, ls) {
-			return id
-		}
+	// A hint names an id below len(series): series is never shortened
+	// but with the index, by a resize to zero, and its ids are only
+	// ever hinted after they are allocated.
+	if id := x.hints[x.home(key)&^1|way]; sameData(series[id].lset, ls) {
+		return id
 	}
 	return 0
 }

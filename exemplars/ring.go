@@ -222,10 +222,18 @@ func (r *Ring) SetOutOfOrderTimeWindow(d int64) {
 // each series' own labels; then lset is not hashed.
 func (r *Ring) AddExemplar(lset labels.Labels, e exemplar.Exemplar) error {
 	// AddExemplarHash's body rather than a call of it, which does not
-	// inline: this is the add of every Prometheus caller. The hash, when
-	// find computes it, is computed under the lock.
+	// inline: this is the add of every Prometheus caller. The first hint
+	// is tried here, inlined, and find, which does not inline, only when it
+	// misses. The hash, when find computes it, is computed under the lock.
 	r.mu.Lock()
-	id, hash := r.find(lset)
+	var id uint32
+	var hash uint64
+	if key, ok := identity(lset); ok {
+		id = r.index.hinted(r.series, key, lset, 0)
+	}
+	if id == 0 {
+		id, hash = r.find(lset)
+	}
 	err := r.add(id, hash, lset, e)
 	r.mu.Unlock()
 	return err
@@ -296,8 +304,10 @@ func (r *Ring) ValidateExemplarHash(hash uint64, lset labels.Labels, e exemplar.
 func (r *Ring) find(lset labels.Labels) (uint32, uint64) {
 	key, ok := identity(lset)
 	if ok {
-		if id := r.index.hinted(r.series, key, lset); id != 0 {
-			return id, 0
+		for way := range uint64(2) {
+			if id := r.index.hinted(r.series, key, lset, way); id != 0 {
+				return id, 0
+			}
 		}
 	}
 	hash := lset.Hash()

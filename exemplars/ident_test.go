@@ -44,8 +44,8 @@ func TestIdentity(t *testing.T) {
 
 // TestHintsStale adds a series by one labels value until it is evicted and
 // its id taken by another series, then adds it again by that value and by
-// a copy, and another series by a copy: each add must go to the series its labels name, whatever the
-// hints still say.
+// a copy, and another series by a copy: each add must go to the series its
+// labels name, whatever the hints still say.
 func TestHintsStale(t *testing.T) {
 	ring := New(2, Options{})
 	a := labels.FromStrings("service", "a")

@@ -6,15 +6,18 @@
 // holds exemplars by value, in 48 bytes each (64 upstream): a slot free of
 // pointers, which the garbage collector never reads, and the exemplar's
 // labels in a parallel array. It finds a series by the hash of its labels
-// that the caller may already have ([Ring.AddExemplarHash]) rather than by
-// a key built from the labels on every add, finds the place of an
-// exemplar far out of order by a binary search rather than a walk of its
-// series, and resizes in place, moving only the exemplars it must and
-// allocating only the slots a grow adds. It takes and returns Prometheus's
-// own types (labels.Labels, exemplar.Exemplar, exemplar.QueryResult,
-// storage errors), implements storage.ExemplarQueryable and, without
-// importing package tsdb, tsdb.ExemplarStorage, and reports Prometheus's
-// exemplar metrics through an optional [Collector].
+// that the caller may already have ([Ring.AddExemplarHash]), or, in the
+// default build, given the very labels.Labels it was added with (as a
+// Prometheus Head passes them), by their address ([Ring.AddExemplar]),
+// rather than by a key built from the labels on every add, finds the
+// place of an exemplar far out of order by a binary search rather than a
+// walk of its series, and resizes in place, moving only the exemplars it
+// must and allocating only the slots a grow adds. It takes and returns
+// Prometheus's own types (labels.Labels, exemplar.Exemplar,
+// exemplar.QueryResult, storage errors), implements
+// storage.ExemplarQueryable and, without importing package tsdb,
+// tsdb.ExemplarStorage, and reports Prometheus's exemplar metrics through
+// an optional [Collector].
 //
 // Concurrency: a Ring is safe for concurrent use by multiple goroutines;
 // one mutex guards it. Adds hold it for the add; Select holds it only to

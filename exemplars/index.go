@@ -1,6 +1,10 @@
 package exemplars
 
-import "math/rand/v2"
+import (
+	"math/rand/v2"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
 
 // index finds the first series with a hash (seriesEntry.link chains the
 // others): an open-addressing table with linear probing, at most half
@@ -16,9 +20,21 @@ import "math/rand/v2"
 // piling into one run. The zero value is an empty index.
 type index struct {
 	slots []indexSlot // nil, or a power of two long; guarded by the ring's mu
-	mult  uint64      // odd; drawn when slots are allocated
-	shift uint        // 64 - log2(len(slots))
-	n     int         // occupied slots
+
+	// hints, as long as slots in a build where identities is true and
+	// empty otherwise, find series by the address of their labels' data
+	// (ident_unsafe.go), so that an add of the labels a series was added
+	// with does not hash them (BenchmarkAddExemplarSteady, impl=ingestkit).
+	// The pair at home(address)&^1 holds the ids of the latest series
+	// looked up by an address there, the newer first, or 0. A hint is
+	// never cleared: hinted confirms it with the series' labels, so that a
+	// stale one, of a series since removed or of an id since reused, is
+	// only a miss. Guarded by the ring's mu.
+	hints []uint32
+
+	mult  uint64 // odd; drawn when slots are allocated
+	shift uint   // 64 - log2(len(slots))
+	n     int    // occupied slots
 }
 
 // indexSlot is one slot of an index: id 0 marks an empty one.
@@ -51,6 +67,9 @@ func (x *index) alloc(n int) {
 		shift--
 	}
 	*x = index{slots: make([]indexSlot, size), mult: rand.Uint64() | 1, shift: shift}
+	if identities {
+		x.hints = make([]uint32, size)
+	}
 }
 
 // home returns the slot where the probe for hash starts.
@@ -86,6 +105,32 @@ func (x *index) head(series []seriesEntry, hash uint64) uint32 {
 			return s.id
 		}
 	}
+}
+
+// hinted returns the series whose labels have the data of ls, whose address
+// is key, if the hint of the given way (0, the newer, or 1) names it, or 0.
+// It inlines, for the first way, into [Ring.AddExemplar].
+func (x *index) hinted(series []seriesEntry, key uint64, ls labels.Labels, way uint64) uint32 {
+	if len(x.hints) == 0 {
+		return 0
+	}
+	// A hint names an id below len(series): series is never shortened
+	// but with the index, by a resize to zero, and its ids are only
+	// ever hinted after they are allocated.
+	if id := x.hints[x.home(key)&^1|way]; sameData(series[id].lset, ls) {
+		return id
+	}
+	return 0
+}
+
+// hint records that key, the address of a label set's data, finds series
+// id, in front of the pair's newer hint, which becomes the older.
+func (x *index) hint(key uint64, id uint32) {
+	if len(x.hints) == 0 {
+		return
+	}
+	i := x.home(key) &^ 1
+	x.hints[i+1], x.hints[i] = x.hints[i], id
 }
 
 // set makes id the first series with hash, whose entry in series holds

@@ -49,10 +49,12 @@ type Options struct {
 // the garbage collector never reads them: of a ring, it reads only the
 // labels, a third of its memory in the default build. A grow allocates
 // the slots it adds and their labels, not a new ring (see [Ring.Resize]).
-// Per series, a 48-byte entry (56) and 16 to 32 bytes of index: two to
-// four 8-byte slots of a table kept at most half full, sized for the
-// larger of size/16 series and the most series the ring has held at
-// once (it is released only by a resize to zero).
+// Per series, a 48-byte entry (56) and 24 to 48 bytes of index (16 to
+// 32): two to four 8-byte slots of a table kept at most half full, sized
+// for the larger of size/16 series and the most series the ring has held
+// at once (it is released only by a resize to zero), and in the default
+// build as many 4-byte hints, which find a series by its labels' address
+// (see [Ring.AddExemplar]).
 // The labels themselves are kept by reference, never copied. A series that
 // takes exemplars far out of order also keeps, while it has more than a few
 // dozen exemplars, the positions of its exemplars in time order, 4 bytes
@@ -212,14 +214,27 @@ func (r *Ring) SetOutOfOrderTimeWindow(d int64) {
 	r.mu.Unlock()
 }
 
-// AddExemplar adds e to the series lset, computing lset.Hash() once; see
-// [Ring.AddExemplarHash].
+// AddExemplar adds e to the series lset, as [Ring.AddExemplarHash] does
+// with lset.Hash(). It computes lset.Hash() only when it does not find the
+// series by lset itself: in the default (stringlabels) build, a series
+// added with a labels.Labels is found again, while the ring holds it, by
+// the address of that value's data, as when a Prometheus Head passes
+// each series' own labels; then lset is not hashed.
 func (r *Ring) AddExemplar(lset labels.Labels, e exemplar.Exemplar) error {
 	// AddExemplarHash's body rather than a call of it, which does not
-	// inline: this is the add of every Prometheus caller.
-	hash := lset.Hash()
+	// inline: this is the add of every Prometheus caller. The first hint
+	// is tried here, inlined, and find, which does not inline, only when it
+	// misses. The hash, when find computes it, is computed under the lock.
 	r.mu.Lock()
-	err := r.add(hash, lset, e)
+	var id uint32
+	var hash uint64
+	if key, ok := identity(lset); ok {
+		id = r.index.hinted(r.series, key, lset, 0)
+	}
+	if id == 0 {
+		id, hash = r.find(lset)
+	}
+	err := r.add(id, hash, lset, e)
 	r.mu.Unlock()
 	return err
 }
@@ -252,7 +267,7 @@ func (r *Ring) AddExemplar(lset labels.Labels, e exemplar.Exemplar) error {
 // series taking exemplars far out of order builds or grows its order.
 func (r *Ring) AddExemplarHash(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	r.mu.Lock()
-	err := r.add(hash, lset, e)
+	err := r.add(r.lookup(hash, lset), hash, lset, e)
 	r.mu.Unlock()
 	return err
 }
@@ -262,9 +277,14 @@ func (r *Ring) AddExemplarHash(hash uint64, lset labels.Labels, e exemplar.Exemp
 // duplicate of its series' newest exemplar, as Prometheus's
 // ValidateExemplar does. (An exemplar out of order at the timestamp of a
 // stored one, which AddExemplar also ignores, validates as nil, as it
-// does in Prometheus.) It computes lset.Hash() once.
+// does in Prometheus.) It computes lset.Hash() at most once, as
+// [Ring.AddExemplar] does.
 func (r *Ring) ValidateExemplar(lset labels.Labels, e exemplar.Exemplar) error {
-	return r.ValidateExemplarHash(lset.Hash(), lset, e)
+	r.mu.Lock()
+	id, _ := r.find(lset)
+	err := r.validate(id, e, false)
+	r.mu.Unlock()
+	return err
 }
 
 // ValidateExemplarHash is [Ring.ValidateExemplar] for a series whose hash
@@ -276,6 +296,26 @@ func (r *Ring) ValidateExemplarHash(hash uint64, lset labels.Labels, e exemplar.
 	err := r.validate(r.lookup(hash, lset), e, false)
 	r.mu.Unlock()
 	return err
+}
+
+// find returns the id of the series lset, or 0, and lset.Hash(), or 0
+// when it finds the series by the address of lset's data (see
+// index.hints) without hashing. Called with mu held.
+func (r *Ring) find(lset labels.Labels) (uint32, uint64) {
+	key, ok := identity(lset)
+	if ok {
+		for way := range uint64(2) {
+			if id := r.index.hinted(r.series, key, lset, way); id != 0 {
+				return id, 0
+			}
+		}
+	}
+	hash := lset.Hash()
+	id := r.lookup(hash, lset)
+	if ok && id != 0 {
+		r.index.hint(key, id)
+	}
+	return id, hash
 }
 
 // lookup returns the id of the series lset, or 0. Called with mu held.
@@ -338,13 +378,14 @@ func runesShortEnough(ls labels.Labels) bool {
 	return n <= exemplar.ExemplarMaxLabelSetLength
 }
 
-// add is AddExemplarHash under the write lock, step by step Prometheus's
-// AddExemplar, so that the same exemplars are kept in the same order.
-func (r *Ring) add(hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
+// add is AddExemplarHash under the write lock, for series id, as lookup
+// or find returns it (0 for a new series; hash is used only then), step by
+// step Prometheus's AddExemplar, so that the same exemplars are kept in
+// the same order.
+func (r *Ring) add(id uint32, hash uint64, lset labels.Labels, e exemplar.Exemplar) error {
 	if r.size == 0 {
 		return storage.ErrExemplarsDisabled
 	}
-	id := r.lookup(hash, lset)
 	if err := r.validate(id, e, true); err != nil {
 		if err == storage.ErrDuplicateExemplar {
 			return nil
@@ -479,6 +520,9 @@ func (r *Ring) newSeries(hash uint64, lset labels.Labels) uint32 {
 	}
 	r.series[id] = seriesEntry{lset: lset, hash: hash, oldest: none, newest: none, link: r.index.head(r.series, hash)}
 	r.index.set(r.series, hash, id)
+	if key, ok := identity(lset); ok {
+		r.index.hint(key, id)
+	}
 	r.nseries++
 	return id
 }

@@ -102,6 +102,14 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 				b = b[1+n:]
 				continue
 			}
+		case tagV2Exemplars:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				if _, _, _, ok := fastExemplarV2(v, s.syms); ok {
+					s.rawEx = append(s.rawEx, v)
+					b = b[1+n:]
+					continue
+				}
+			}
 		}
 		num, typ, v, x, n := consumeField(b)
 		if n < 0 {

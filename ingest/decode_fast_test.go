@@ -126,7 +126,7 @@ func TestDecodeFastPathEdges(t *testing.T) {
 		tc{"exemplar timestamp of 9 bytes", decV2Request(decSyms, refs, ex(exRefs(3, 4), exVal(1.5), exTs(math.MaxInt64)))},
 		tc{"exemplar negative timestamp", decV2Request(decSyms, refs, ex(exRefs(3, 4), exVal(1.5), exTs(neg)))},
 		tc{"exemplar value cut short", decV2Request(decSyms, refs, ex(exRefs(3, 4), exVal(1.5)[:5]))},
-		tc{"exemplar timestamp cut short", decV2Request(decSyms, refs, ex(exRefs(3, 4), exTs(1<<40)[:3]))},
+		tc{"exemplar timestamp cut short", decV2Request(decSyms, refs, ex(exRefs(3, 4), exTs(1 << 40)[:3]))},
 		tc{"exemplars, one bad", decV2Request(decSyms, refs, ex(exRefs(3, 4)), ex(exRefs(3, 99)), ex(exRefs(1, 2), exTs(5)))},
 	)
 	var d Decoder

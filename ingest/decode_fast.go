@@ -239,6 +239,44 @@ func addRefs(set *labelset.Set, refs []byte, syms [][]byte) {
 	}
 }
 
+// fastPairs appends to out the (name, value) pairs of v, the packed
+// references of a series' labels_refs field, if each reference is a varint
+// of one or two bytes that resolves in syms and there is an even number of
+// them; otherwise it returns out as it was and false, and refPairs.packed
+// reads v. It reads a pair at a time, with few enough live values to keep
+// them in registers, which the general loop cannot (BenchmarkDecode in
+// examples/peers, rw=2/case=captured).
+func fastPairs(out []labelhash.Pair, v []byte, syms [][]byte) ([]labelhash.Pair, bool) {
+	n0 := len(out)
+	for i := 0; i < len(v); {
+		var name, value uint64
+		if c := v[i]; c < 0x80 {
+			name, i = uint64(c), i+1
+		} else if i+1 < len(v) && v[i+1] < 0x80 {
+			name, i = uint64(c&0x7f)|uint64(v[i+1])<<7, i+2
+		} else {
+			return out[:n0], false
+		}
+		if i >= len(v) {
+			return out[:n0], false
+		}
+		if c := v[i]; c < 0x80 {
+			value, i = uint64(c), i+1
+		} else if i+1 < len(v) && v[i+1] < 0x80 {
+			value, i = uint64(c&0x7f)|uint64(v[i+1])<<7, i+2
+		} else {
+			return out[:n0], false
+		}
+		if name >= uint64(len(syms)) || value >= uint64(len(syms)) {
+			return out[:n0], false
+		}
+		out = pushPair(out)
+		q := &out[len(out)-1]
+		q.Name, q.Value = syms[name], syms[value]
+	}
+	return out, true
+}
+
 // pushPair returns ps one pair longer, for the caller to fill in place: a
 // Pair built apart and appended is written to the stack in words and read
 // back in wider moves, which stalls the processor's store-to-load

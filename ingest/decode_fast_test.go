@@ -100,6 +100,13 @@ func TestDecodeFastPathEdges(t *testing.T) {
 		tc{"odd number of refs", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2, 3))},
 		tc{"refs in two fields", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2), decPacked(v2SeriesLabelsRefs, 3, 4))},
 		tc{"refs split across two fields", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2, 3), decPacked(v2SeriesLabelsRefs, 4))},
+		tc{"refs of 2 bytes", decV2Request(many, decPacked(v2SeriesLabelsRefs, 1, 127, 128, 16383, 200, 300))},
+		tc{"refs in two fields, the second out of range", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2), decPacked(v2SeriesLabelsRefs, 3, 99))},
+		tc{"refs in two fields, the first out of range", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 99), decPacked(v2SeriesLabelsRefs, 3, 4))},
+		tc{"name ref out of range", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2, 99, 4))},
+		tc{"refs ending in a cut varint", decV2Request(decSyms, decMsg(nil, v2SeriesLabelsRefs, []byte{1, 2, 0x81}))},
+		tc{"refs ending in a cut 2-byte varint", decV2Request(decSyms, decMsg(nil, v2SeriesLabelsRefs, []byte{1, 2, 3, 0x81}))},
+		tc{"unpacked ref, then packed", decV2Request(decSyms, decVarint(nil, v2SeriesLabelsRefs, 1), decPacked(v2SeriesLabelsRefs, 2, 3, 4))},
 	)
 	ex := func(fields ...[]byte) []byte { return decMsg(nil, v2SeriesExemplars, slices.Concat(fields...)) }
 	exRefs := func(refs ...uint64) []byte { return decPacked(v2ExemplarLabelsRefs, refs...) }

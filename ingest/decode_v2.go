@@ -83,6 +83,13 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 		switch b[0] { // the fast paths of decode_fast.go
 		case tagV2LabelsRefs:
 			if v, n, ok := shortBytes(b[1:]); ok {
+				if !refs.odd && refs.bad == nil {
+					if w, ok := fastPairs(s.wire, v, s.syms); ok {
+						s.wire = w
+						b = b[1+n:]
+						continue
+					}
+				}
 				if e := refs.packed(v, "labels_refs"); e != nil {
 					return e
 				}

@@ -13,15 +13,16 @@ import (
 
 // The fast paths of the Decoder. Every encoder of remote write (Prometheus's
 // generated code, client_golang, the OpenTelemetry exporters) writes the
-// fields of a series, a label and a sample in field order, with one-byte
-// tags and short lengths; for those bytes the decoder reads the wire inline,
-// without the calls into protowire that the general path makes for each
-// tag, length and varint. A fast path only accepts bytes whose meaning is
-// plain (the exact tag expected, a length of one or two bytes that stays
-// within the message, nothing repeated or unknown) and otherwise leaves the
-// bytes, untouched, to the general path, which decides: so the results, and
-// the errors, are those of the general path. The differential and fuzz
-// tests run both. BenchmarkDecode measures them.
+// fields of a series, a label, a sample, 2.0 metadata and an exemplar in
+// field order, with one-byte tags, short lengths and short symbol
+// references; for those bytes the decoder reads the wire inline, without
+// the calls into protowire that the general path makes for each tag, length
+// and varint. A fast path only accepts bytes whose meaning is plain (the
+// exact tag expected, a length of one or two bytes that stays within the
+// message, nothing repeated or unknown, references that resolve) and
+// otherwise leaves the bytes, untouched, to the general path, which
+// decides: so the results, and the errors, are those of the general path.
+// The differential and fuzz tests run both. BenchmarkDecode measures them.
 
 // The one-byte tags that the fast paths look for: field number << 3 | wire
 // type, which TestDecodeTags checks against protowire.EncodeTag.

@@ -596,7 +596,12 @@ func (s *Series) Exemplars() []exemplar.Exemplar {
 		s.exSet.Reset()
 		var e exemplar.Exemplar
 		if s.v2 {
-			e.Value, e.Ts, _ = parseExemplarV2(b, s.syms, &s.exSet)
+			if refs, value, ts, ok := fastExemplarV2(b, s.syms); ok {
+				addRefs(&s.exSet, refs, s.syms)
+				e.Value, e.Ts = value, ts
+			} else {
+				e.Value, e.Ts, _ = parseExemplarV2(b, s.syms, &s.exSet)
+			}
 		} else {
 			e.Value, e.Ts, _ = parseExemplarV1(b, &s.exSet)
 		}

@@ -8,19 +8,21 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/ingestkit/ingestkit/internal/labelhash"
+	"github.com/ingestkit/ingestkit/internal/labelset"
 )
 
 // The fast paths of the Decoder. Every encoder of remote write (Prometheus's
 // generated code, client_golang, the OpenTelemetry exporters) writes the
-// fields of a series, a label and a sample in field order, with one-byte
-// tags and short lengths; for those bytes the decoder reads the wire inline,
-// without the calls into protowire that the general path makes for each
-// tag, length and varint. A fast path only accepts bytes whose meaning is
-// plain (the exact tag expected, a length of one or two bytes that stays
-// within the message, nothing repeated or unknown) and otherwise leaves the
-// bytes, untouched, to the general path, which decides: so the results, and
-// the errors, are those of the general path. The differential and fuzz
-// tests run both. BenchmarkDecode measures them.
+// fields of a series, a label, a sample, 2.0 metadata and an exemplar in
+// field order, with one-byte tags, short lengths and short symbol
+// references; for those bytes the decoder reads the wire inline, without
+// the calls into protowire that the general path makes for each tag, length
+// and varint. A fast path only accepts bytes whose meaning is plain (the
+// exact tag expected, a length of one or two bytes that stays within the
+// message, nothing repeated or unknown, references that resolve) and
+// otherwise leaves the bytes, untouched, to the general path, which
+// decides: so the results, and the errors, are those of the general path.
+// The differential and fuzz tests run both. BenchmarkDecode measures them.
 
 // The one-byte tags that the fast paths look for: field number << 3 | wire
 // type, which TestDecodeTags checks against protowire.EncodeTag.
@@ -33,6 +35,10 @@ const (
 	tagV2LabelsRefs   = byte(v2SeriesLabelsRefs<<3) | byte(protowire.BytesType)
 	tagV2Samples      = byte(v2SeriesSamples<<3) | byte(protowire.BytesType)
 	tagV2Metadata     = byte(v2SeriesMetadata<<3) | byte(protowire.BytesType)
+	tagV2Exemplars    = byte(v2SeriesExemplars<<3) | byte(protowire.BytesType)
+	tagExemplarRefs   = byte(v2ExemplarLabelsRefs<<3) | byte(protowire.BytesType)
+	tagExemplarValue  = byte(v2ExemplarValue<<3) | byte(protowire.Fixed64Type)
+	tagExemplarTime   = byte(v2ExemplarTimestamp<<3) | byte(protowire.VarintType)
 	tagSampleValue    = byte(v2SampleValue<<3) | byte(protowire.Fixed64Type)
 	tagSampleTime     = byte(v2SampleTimestamp<<3) | byte(protowire.VarintType)
 	tagSampleStart    = byte(v2SampleStartTimestamp<<3) | byte(protowire.VarintType)
@@ -162,6 +168,114 @@ func (s *Series) fastMetadataV2(v []byte) bool {
 	}
 	s.metaType, s.metaHelp, s.metaUnit = typ, help, unit
 	return true
+}
+
+// fastExemplarV2 reads an io.prometheus.write.v2.Exemplar that holds its
+// packed labels_refs, its value and its timestamp, in that order, each at
+// most once (the encoders leave out those that are empty or 0), with
+// references of one or two bytes that all resolve in syms, an even number
+// of them, and a timestamp of up to nine bytes. refs is the packed
+// references; an exemplar with any other bytes, including a reference that
+// does not resolve, is for parseExemplarV2, which makes its error.
+func fastExemplarV2(v []byte, syms [][]byte) (refs []byte, value float64, ts int64, ok bool) {
+	if len(v) > 0 && v[0] == tagExemplarRefs {
+		r, n, ok := shortBytes(v[1:])
+		if !ok {
+			return nil, 0, 0, false
+		}
+		odd := false
+		for i := 0; i < len(r); {
+			var x uint64
+			if c := r[i]; c < 0x80 {
+				x, i = uint64(c), i+1
+			} else if i+1 < len(r) && r[i+1] < 0x80 {
+				x, i = uint64(c&0x7f)|uint64(r[i+1])<<7, i+2
+			} else {
+				return nil, 0, 0, false
+			}
+			if x >= uint64(len(syms)) {
+				return nil, 0, 0, false
+			}
+			odd = !odd
+		}
+		if odd {
+			return nil, 0, 0, false
+		}
+		refs, v = r, v[1+n:]
+	}
+	if len(v) > 0 && v[0] == tagExemplarValue {
+		if len(v) < 9 {
+			return nil, 0, 0, false
+		}
+		value, v = math.Float64frombits(binary.LittleEndian.Uint64(v[1:9])), v[9:]
+	}
+	if len(v) > 0 && v[0] == tagExemplarTime {
+		x, n := shortVarint(v[1:])
+		if n == 0 {
+			return nil, 0, 0, false
+		}
+		ts, v = int64(x), v[1+n:]
+	}
+	return refs, value, ts, len(v) == 0
+}
+
+// addRefs adds to set the pairs of refs, packed references that
+// fastExemplarV2 checked against syms.
+func addRefs(set *labelset.Set, refs []byte, syms [][]byte) {
+	var name uint64
+	odd := false
+	for i := 0; i < len(refs); {
+		var x uint64
+		if c := refs[i]; c < 0x80 {
+			x, i = uint64(c), i+1
+		} else {
+			x, i = uint64(c&0x7f)|uint64(refs[i+1])<<7, i+2
+		}
+		if !odd {
+			name, odd = x, true
+			continue
+		}
+		odd = false
+		set.Add(syms[name], syms[x])
+	}
+}
+
+// fastPairs appends to out the (name, value) pairs of v, the packed
+// references of a series' labels_refs field, if each reference is a varint
+// of one or two bytes that resolves in syms and there is an even number of
+// them; otherwise it returns out as it was and false, and refPairs.packed
+// reads v. It reads a pair at a time, with few enough live values to keep
+// them in registers, which the general loop cannot (BenchmarkDecode in
+// examples/peers, rw=2/case=captured).
+func fastPairs(out []labelhash.Pair, v []byte, syms [][]byte) ([]labelhash.Pair, bool) {
+	n0 := len(out)
+	for i := 0; i < len(v); {
+		var name, value uint64
+		if c := v[i]; c < 0x80 {
+			name, i = uint64(c), i+1
+		} else if i+1 < len(v) && v[i+1] < 0x80 {
+			name, i = uint64(c&0x7f)|uint64(v[i+1])<<7, i+2
+		} else {
+			return out[:n0], false
+		}
+		if i >= len(v) {
+			return out[:n0], false
+		}
+		if c := v[i]; c < 0x80 {
+			value, i = uint64(c), i+1
+		} else if i+1 < len(v) && v[i+1] < 0x80 {
+			value, i = uint64(c&0x7f)|uint64(v[i+1])<<7, i+2
+		} else {
+			return out[:n0], false
+		}
+		if name >= uint64(len(syms)) || value >= uint64(len(syms)) {
+			return out[:n0], false
+		}
+		out = pushPair(out)
+		q := &out[len(out)-1]
+		q.Name, q.Value = syms[name], syms[value]
+	}
+	return out, true
 }
 
 // pushPair returns ps one pair longer, for the caller to fill in place: a

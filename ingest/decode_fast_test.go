@@ -100,6 +100,41 @@ func TestDecodeFastPathEdges(t *testing.T) {
 		tc{"odd number of refs", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2, 3))},
 		tc{"refs in two fields", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2), decPacked(v2SeriesLabelsRefs, 3, 4))},
 		tc{"refs split across two fields", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2, 3), decPacked(v2SeriesLabelsRefs, 4))},
+		tc{"refs of 2 bytes", decV2Request(many, decPacked(v2SeriesLabelsRefs, 1, 127, 128, 16383, 200, 300))},
+		tc{"refs in two fields, the second out of range", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2), decPacked(v2SeriesLabelsRefs, 3, 99))},
+		tc{"refs in two fields, the first out of range", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 99), decPacked(v2SeriesLabelsRefs, 3, 4))},
+		tc{"name ref out of range", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2, 99, 4))},
+		tc{"refs ending in a cut varint", decV2Request(decSyms, decMsg(nil, v2SeriesLabelsRefs, []byte{1, 2, 0x81}))},
+		tc{"refs ending in a cut 2-byte varint", decV2Request(decSyms, decMsg(nil, v2SeriesLabelsRefs, []byte{1, 2, 3, 0x81}))},
+		tc{"unpacked ref, then packed", decV2Request(decSyms, decVarint(nil, v2SeriesLabelsRefs, 1), decPacked(v2SeriesLabelsRefs, 2, 3, 4))},
+	)
+	ex := func(fields ...[]byte) []byte { return decMsg(nil, v2SeriesExemplars, slices.Concat(fields...)) }
+	exRefs := func(refs ...uint64) []byte { return decPacked(v2ExemplarLabelsRefs, refs...) }
+	exVal := func(v float64) []byte {
+		return protowire.AppendFixed64(decTag(nil, v2ExemplarValue, protowire.Fixed64Type), math.Float64bits(v))
+	}
+	exTs := func(v uint64) []byte { return decVarint(nil, v2ExemplarTimestamp, v) }
+	v2Cases = append(v2Cases,
+		tc{"exemplar in order", decV2Request(decSyms, refs, ex(exRefs(3, 4), exVal(1.5), exTs(9)))},
+		tc{"exemplar value only", decV2Request(decSyms, refs, ex(exVal(1.5)))},
+		tc{"exemplar refs only", decV2Request(decSyms, refs, ex(exRefs(3, 4, 1, 2)))},
+		tc{"empty exemplar", decV2Request(decSyms, refs, ex())},
+		tc{"exemplar timestamp first", decV2Request(decSyms, refs, ex(exTs(9), exRefs(3, 4), exVal(1.5)))},
+		tc{"exemplar value before refs", decV2Request(decSyms, refs, ex(exVal(1.5), exRefs(3, 4), exTs(9)))},
+		tc{"exemplar refs repeated", decV2Request(decSyms, refs, ex(exRefs(3, 4), exRefs(1, 2), exVal(1.5)))},
+		tc{"exemplar refs split across two fields", decV2Request(decSyms, refs, ex(exRefs(3), exRefs(4), exVal(1.5)))},
+		tc{"exemplar value repeated", decV2Request(decSyms, refs, ex(exRefs(3, 4), exVal(1.5), exVal(2.5)))},
+		tc{"exemplar timestamp repeated", decV2Request(decSyms, refs, ex(exRefs(3, 4), exTs(9), exTs(10)))},
+		tc{"exemplar with an unknown field", decV2Request(decSyms, refs, ex(exRefs(3, 4), decVarint(nil, 9, 1), exVal(1.5)))},
+		tc{"exemplar ref out of range", decV2Request(decSyms, refs, ex(exRefs(3, 99), exVal(1.5)))},
+		tc{"exemplar odd number of refs", decV2Request(decSyms, refs, ex(exRefs(3, 4, 1), exVal(1.5)))},
+		tc{"exemplar refs of 1, 2 and 3 bytes", decV2Request(many, refs, ex(exRefs(127, 128, 129, 16383, 16384, 19999), exVal(1.5), exTs(9)))},
+		tc{"exemplar refs of 2 bytes", decV2Request(many, refs, ex(exRefs(127, 128, 16383, 1), exVal(1.5), exTs(9)))},
+		tc{"exemplar timestamp of 9 bytes", decV2Request(decSyms, refs, ex(exRefs(3, 4), exVal(1.5), exTs(math.MaxInt64)))},
+		tc{"exemplar negative timestamp", decV2Request(decSyms, refs, ex(exRefs(3, 4), exVal(1.5), exTs(neg)))},
+		tc{"exemplar value cut short", decV2Request(decSyms, refs, ex(exRefs(3, 4), exVal(1.5)[:5]))},
+		tc{"exemplar timestamp cut short", decV2Request(decSyms, refs, ex(exRefs(3, 4), exTs(1 << 40)[:3]))},
+		tc{"exemplars, one bad", decV2Request(decSyms, refs, ex(exRefs(3, 4)), ex(exRefs(3, 99)), ex(exRefs(1, 2), exTs(5)))},
 	)
 	var d Decoder
 	for _, c := range v1Cases {

@@ -83,6 +83,13 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 		switch b[0] { // the fast paths of decode_fast.go
 		case tagV2LabelsRefs:
 			if v, n, ok := shortBytes(b[1:]); ok {
+				if !refs.odd && refs.bad == nil {
+					if w, ok := fastPairs(s.wire, v, s.syms); ok {
+						s.wire = w
+						b = b[1+n:]
+						continue
+					}
+				}
 				if e := refs.packed(v, "labels_refs"); e != nil {
 					return e
 				}
@@ -101,6 +108,14 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 			if v, n, ok := shortBytes(b[1:]); ok && s.fastMetadataV2(v) {
 				b = b[1+n:]
 				continue
+			}
+		case tagV2Exemplars:
+			if v, n, ok := shortBytes(b[1:]); ok {
+				if _, _, _, ok := fastExemplarV2(v, s.syms); ok {
+					s.rawEx = append(s.rawEx, v)
+					b = b[1+n:]
+					continue
+				}
 			}
 		}
 		num, typ, v, x, n := consumeField(b)

@@ -77,6 +77,17 @@ func (b *bufDigest) writePairsBytes(ps []Pair) {
 		n = put(&b.buf, n+1, name)
 		n &= bufSize - 1 // n < bufSize: the value and its length follow
 		b.buf[n] = byte(len(value))
+		if len(value) > 16 && len(value) <= 48 && cap(value) >= 48 {
+			// A longer value (a metric name) that put would copy with
+			// memmove: three moves, written out here because put would no
+			// longer be inlined with them.
+			d, v := (*[48]byte)(b.buf[n+1:]), (*[48]byte)(value[:48])
+			*(*[16]byte)(d[:]) = *(*[16]byte)(v[:])
+			*(*[16]byte)(d[16:]) = *(*[16]byte)(v[16:])
+			*(*[16]byte)(d[32:]) = *(*[16]byte)(v[32:])
+			n += 1 + len(value)
+			continue
+		}
 		n = put(&b.buf, n+1, value)
 	}
 	b.n = n

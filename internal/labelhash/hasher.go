@@ -12,10 +12,14 @@ const sep = 0xff
 // the streaming digest for short inputs.
 const bufSize = 1024
 
-// slack is the room past bufSize that [put] may write into: it copies a
-// string of up to 16 bytes as whole words, so a string that starts at
-// bufSize at the latest ends its copy within bufSize+slack.
-const slack = 16
+// slack is the room past bufSize that [put] and writePairsBytes may write
+// into: they copy a string of up to 16 (put) or 48 bytes (the values of
+// writePairsBytes) as one block, so a string that starts at bufSize at the
+// latest ends its copy within bufSize+slack. Starting below bufSize is also
+// all that the compiler can prove of the masked positions in
+// writePairsBytes, which is why the slack is the largest block and not the
+// most that a block can overrun its string.
+const slack = 48
 
 // bufDigest is an xxhash digest that buffers short writes so that a label set
 // that fits in bufSize costs one copy and one xxhash.Sum64, as in Prometheus.

@@ -78,13 +78,8 @@ func (b *bufDigest) writePairsBytes(ps []Pair) {
 		n &= bufSize - 1 // n < bufSize: the value and its length follow
 		b.buf[n] = byte(len(value))
 		if len(value) > 16 && len(value) <= 48 && cap(value) >= 48 {
-			// A longer value (a metric name) that put would copy with
-			// memmove: three moves, written out here because put would no
-			// longer be inlined with them.
-			d, v := (*[48]byte)(b.buf[n+1:]), (*[48]byte)(value[:48])
-			*(*[16]byte)(d[:]) = *(*[16]byte)(v[:])
-			*(*[16]byte)(d[16:]) = *(*[16]byte)(v[16:])
-			*(*[16]byte)(d[32:]) = *(*[16]byte)(v[32:])
+			// A longer value, such as a metric name.
+			put48(&b.buf, n+1, value)
 			n += 1 + len(value)
 			continue
 		}

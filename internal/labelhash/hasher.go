@@ -89,6 +89,19 @@ func put(buf *[bufSize + slack]byte, n int, s []byte) int {
 	return n + len(s)
 }
 
+// put48 copies s, of 17 to 48 bytes and a capacity of at least 48, into buf
+// at n as three 16-byte moves, for the loops of WritePairs: put copies such
+// a string with memmove, with every live register of the loop spilled
+// around the call, and would no longer be inlined with this case (the
+// compiler also copies a [48]byte with memmove). The bytes past len(s) land
+// past n+len(s), as with put.
+func put48(buf *[bufSize + slack]byte, n int, s []byte) {
+	d, v := (*[48]byte)(buf[n:]), (*[48]byte)(s[:48])
+	*(*[16]byte)(d[:]) = *(*[16]byte)(v[:])
+	*(*[16]byte)(d[16:]) = *(*[16]byte)(v[16:])
+	*(*[16]byte)(d[32:]) = *(*[16]byte)(v[32:])
+}
+
 // writeByte appends c to the stream.
 func (b *bufDigest) writeByte(c byte) {
 	if b.n == bufSize {
@@ -123,21 +136,34 @@ func writeSepPairBytes(b *bufDigest, name, value []byte) {
 }
 
 // writeSepPairsBytes is writeSepPairBytes for each pair in turn, in one
-// loop without a call per pair for those that fit the buffer.
+// loop without a call per pair for those that fit the buffer. Like
+// writePairsBytes, it keeps the position in a local and masks it, and
+// copies the values of 17..48 bytes as three moves.
 func writeSepPairsBytes(b *bufDigest, ps []Pair) {
+	n := b.n
 	for i := range ps {
 		name, value := ps[i].Name, ps[i].Value
-		n := b.n
 		if len(name)+len(value)+2 > bufSize-n {
+			b.n = n
 			writeSepPair(b, name, value)
+			n = b.n
 			continue
 		}
+		n &= bufSize - 1 // n < bufSize: the pair fits
 		n = put(&b.buf, n, name)
+		n &= bufSize - 1 // n < bufSize: the separators and the value follow
 		b.buf[n] = sep
-		n = put(&b.buf, n+1, value)
+		if len(value) > 16 && len(value) <= 48 && cap(value) >= 48 {
+			put48(&b.buf, n+1, value)
+			n += 1 + len(value)
+		} else {
+			n = put(&b.buf, n+1, value)
+		}
+		n &= bufSize - 1 // n < bufSize: the last separator follows
 		b.buf[n] = sep
-		b.n = n + 1
+		n++
 	}
+	b.n = n
 }
 
 // writeSepPair appends "name sep value sep".

@@ -77,6 +77,12 @@ func (b *bufDigest) writePairsBytes(ps []Pair) {
 		n = put(&b.buf, n+1, name)
 		n &= bufSize - 1 // n < bufSize: the value and its length follow
 		b.buf[n] = byte(len(value))
+		if len(value) > 16 && len(value) <= 48 && cap(value) >= 48 {
+			// A longer value, such as a metric name.
+			put48(&b.buf, n+1, value)
+			n += 1 + len(value)
+			continue
+		}
 		n = put(&b.buf, n+1, value)
 	}
 	b.n = n

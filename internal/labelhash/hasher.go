@@ -12,10 +12,14 @@ const sep = 0xff
 // the streaming digest for short inputs.
 const bufSize = 1024
 
-// slack is the room past bufSize that [put] may write into: it copies a
-// string of up to 16 bytes as whole words, so a string that starts at
-// bufSize at the latest ends its copy within bufSize+slack.
-const slack = 16
+// slack is the room past bufSize that [put] and writePairsBytes may write
+// into: they copy a string of up to 16 (put) or 48 bytes (the values of
+// writePairsBytes) as one block, so a string that starts at bufSize at the
+// latest ends its copy within bufSize+slack. Starting below bufSize is also
+// all that the compiler can prove of the masked positions in
+// writePairsBytes, which is why the slack is the largest block and not the
+// most that a block can overrun its string.
+const slack = 48
 
 // bufDigest is an xxhash digest that buffers short writes so that a label set
 // that fits in bufSize costs one copy and one xxhash.Sum64, as in Prometheus.
@@ -85,6 +89,19 @@ func put(buf *[bufSize + slack]byte, n int, s []byte) int {
 	return n + len(s)
 }
 
+// put48 copies s, of 17 to 48 bytes and a capacity of at least 48, into buf
+// at n as three 16-byte moves, for the loops of WritePairs: put copies such
+// a string with memmove, with every live register of the loop spilled
+// around the call, and would no longer be inlined with this case (the
+// compiler also copies a [48]byte with memmove). The bytes past len(s) land
+// past n+len(s), as with put.
+func put48(buf *[bufSize + slack]byte, n int, s []byte) {
+	d, v := (*[48]byte)(buf[n:]), (*[48]byte)(s[:48])
+	*(*[16]byte)(d[:]) = *(*[16]byte)(v[:])
+	*(*[16]byte)(d[16:]) = *(*[16]byte)(v[16:])
+	*(*[16]byte)(d[32:]) = *(*[16]byte)(v[32:])
+}
+
 // writeByte appends c to the stream.
 func (b *bufDigest) writeByte(c byte) {
 	if b.n == bufSize {
@@ -119,21 +136,34 @@ func writeSepPairBytes(b *bufDigest, name, value []byte) {
 }
 
 // writeSepPairsBytes is writeSepPairBytes for each pair in turn, in one
-// loop without a call per pair for those that fit the buffer.
+// loop without a call per pair for those that fit the buffer. Like
+// writePairsBytes, it keeps the position in a local and masks it, and
+// copies the values of 17..48 bytes as three moves.
 func writeSepPairsBytes(b *bufDigest, ps []Pair) {
+	n := b.n
 	for i := range ps {
 		name, value := ps[i].Name, ps[i].Value
-		n := b.n
 		if len(name)+len(value)+2 > bufSize-n {
+			b.n = n
 			writeSepPair(b, name, value)
+			n = b.n
 			continue
 		}
+		n &= bufSize - 1 // n < bufSize: the pair fits
 		n = put(&b.buf, n, name)
+		n &= bufSize - 1 // n < bufSize: the separators and the value follow
 		b.buf[n] = sep
-		n = put(&b.buf, n+1, value)
+		if len(value) > 16 && len(value) <= 48 && cap(value) >= 48 {
+			put48(&b.buf, n+1, value)
+			n += 1 + len(value)
+		} else {
+			n = put(&b.buf, n+1, value)
+		}
+		n &= bufSize - 1 // n < bufSize: the last separator follows
 		b.buf[n] = sep
-		b.n = n + 1
+		n++
 	}
+	b.n = n
 }
 
 // writeSepPair appends "name sep value sep".

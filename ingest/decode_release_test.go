@@ -16,11 +16,28 @@ import (
 // a longer one in their buffers; the next Decoder.Reset must drop them, so
 // that a pooled Decoder does not keep a done request's body alive.
 func TestDecoderReleasesBody(t *testing.T) {
+	for _, built := range []bool{false, true} {
+		t.Run(fmt.Sprintf("built=%v", built), func(t *testing.T) { testDecoderReleasesBody(t, built) })
+	}
+}
+
+// testDecoderReleasesBody decodes a request and checks that its body is
+// collected after the next Decoder.Reset. With built, the loop also builds
+// each series' scratch labels and its exemplars' labels, which go through
+// the Sets' ScratchBuilders.
+func testDecoderReleasesBody(t *testing.T, built bool) {
 	var req prompb.WriteRequest
 	for s := range 3 {
 		ts := prompb.TimeSeries{Samples: []prompb.Sample{{Timestamp: 1, Value: 1}}}
 		for i := range 30 - 10*s { // longest first: shorter ones leave a tail
 			ts.Labels = append(ts.Labels, prompb.Label{Name: fmt.Sprintf("l%02d", i), Value: "v"})
+		}
+		if built {
+			e := prompb.Exemplar{Value: 1, Timestamp: 1}
+			for i := range 6 - 2*s {
+				e.Labels = append(e.Labels, prompb.Label{Name: fmt.Sprintf("e%02d", i), Value: "v"})
+			}
+			ts.Exemplars = append(ts.Exemplars, e)
 		}
 		req.Timeseries = append(req.Timeseries, ts)
 	}
@@ -33,7 +50,14 @@ func TestDecoderReleasesBody(t *testing.T) {
 			t.Fatal(err)
 		}
 		for d.Next() {
-			_ = d.Series().Hash()
+			s := d.Series()
+			_ = s.Hash()
+			if built {
+				_ = s.ScratchLabels()
+				if n := len(s.Exemplars()); n != 1 {
+					t.Fatalf("%d exemplars, want 1", n)
+				}
+			}
 		}
 		if err := d.Err(); err != nil {
 			t.Fatal(err)

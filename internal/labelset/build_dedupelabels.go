@@ -20,6 +20,7 @@ func (b *Set) fill() {
 		b.sbReady = true
 	}
 	b.sb.Reset()
+	b.sbUsed = max(b.sbUsed, len(b.pairs))
 	for _, p := range b.pairs {
 		b.sb.Add(p.name, p.value)
 	}

@@ -12,6 +12,7 @@ func (b *Set) dropScratch() { b.scratch = labels.EmptyLabels() }
 // fill puts the sorted pairs into the ScratchBuilder.
 func (b *Set) fill() {
 	b.sb.Reset()
+	b.sbUsed = max(b.sbUsed, len(b.pairs))
 	for _, p := range b.pairs {
 		b.sb.Add(p.name, p.value)
 	}

@@ -39,7 +39,11 @@ type Set struct {
 	pairs      []pair
 	// used is the longest pairs has been since the last Release:
 	// pairs[len(pairs):used] may still hold strings of earlier series.
-	used     int
+	used int
+	// sbUsed is the most pairs fill has put into sb since the last
+	// Release: its Reset keeps them, views of earlier requests' bytes, in
+	// a buffer no method of labels.ScratchBuilder clears.
+	sbUsed   int
 	unsorted bool // a pair arrived out of order; the hasher is stale
 	// The tenant part of h follows the pairs in arrival order, always (it
 	// is what Thanos hashes); once pairs were reordered, the tenant hash of
@@ -104,6 +108,16 @@ func (b *Set) Release() {
 	b.Reset()
 	clear(b.pairs[:b.used])
 	b.used = 0
+	if b.sbUsed > 0 {
+		// Overwrite the labels sb kept with empty ones, which refer to
+		// nothing, and keep its buffer.
+		b.sb.Reset()
+		for range b.sbUsed {
+			b.sb.Add("", "")
+		}
+		b.sb.Reset()
+		b.sbUsed = 0
+	}
 }
 
 // Trim lets go of the Set's buffers if its largest series had more than

@@ -162,3 +162,34 @@ func ExampleTracker_ReloadCustomTrackers() {
 	// team b: 1 series
 	// other teams: 1 series
 }
+
+// A receiver that writes many float series per request gathers their
+// hashes and labels and tracks them a batch at a time, which reads the
+// tracker's memory for several series at once; it counts the same series
+// as an Update of each would.
+func ExampleTracker_UpdateBatch() {
+	tracker, err := activeseries.New(activeseries.Options{})
+	if err != nil {
+		panic(err)
+	}
+	var (
+		hashes []uint64
+		lsets  []labels.Labels
+	)
+	for _, pod := range []string{"api-0", "api-1", "api-2"} {
+		ls := labels.FromStrings("__name__", "up", "pod", pod)
+		hashes, lsets = append(hashes, ls.Hash()), append(lsets, ls)
+	}
+	start := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	fmt.Println("new:", tracker.UpdateBatch(hashes, lsets, start.UnixMilli()))
+	fmt.Println("new:", tracker.UpdateBatch(hashes[:2], lsets[:2], start.Add(time.Minute).UnixMilli()))
+	fmt.Println("purged:", tracker.Purge(start.Add(30*time.Second).UnixMilli()))
+	var stats activeseries.Stats
+	tracker.UpdateStats(&stats)
+	fmt.Println("active:", stats.Series)
+	// Output:
+	// new: 3
+	// new: 0
+	// purged: 1
+	// active: 2
+}

@@ -70,6 +70,20 @@ func shortBytes(b []byte) (v []byte, n int, ok bool) {
 	return b[n : n+l], n + l, true
 }
 
+// shortRef reads the symbol reference of one or two bytes at v[i], the
+// form of nearly every reference of a 2.0 request, and returns it and the
+// position after it; ok is false if v holds no such reference at i (a
+// longer varint, or one cut short), which is for protowire to read or
+// reject.
+func shortRef(v []byte, i int) (x uint64, next int, ok bool) {
+	if c := v[i]; c < 0x80 {
+		return uint64(c), i + 1, true
+	} else if i+1 < len(v) && v[i+1] < 0x80 {
+		return uint64(c&0x7f) | uint64(v[i+1])<<7, i + 2, true
+	}
+	return 0, i, false
+}
+
 // shortVarint reads a varint of at most nine bytes (63 bits) at the start of
 // b; n is 0 if there is none: a longer varint, or one that runs past the end
 // of b, is for protowire to read or reject.
@@ -185,14 +199,11 @@ func fastExemplarV2(v []byte, syms [][]byte) (refs []byte, value float64, ts int
 		}
 		odd := false
 		for i := 0; i < len(r); {
-			var x uint64
-			if c := r[i]; c < 0x80 {
-				x, i = uint64(c), i+1
-			} else if i+1 < len(r) && r[i+1] < 0x80 {
-				x, i = uint64(c&0x7f)|uint64(r[i+1])<<7, i+2
-			} else {
+			x, next, ok := shortRef(r, i)
+			if !ok {
 				return nil, 0, 0, false
 			}
+			i = next
 			if x >= uint64(len(syms)) {
 				return nil, 0, 0, false
 			}
@@ -225,12 +236,8 @@ func addRefs(set *labelset.Set, refs []byte, syms [][]byte) {
 	var name uint64
 	odd := false
 	for i := 0; i < len(refs); {
-		var x uint64
-		if c := refs[i]; c < 0x80 {
-			x, i = uint64(c), i+1
-		} else {
-			x, i = uint64(c&0x7f)|uint64(refs[i+1])<<7, i+2
-		}
+		x, next, _ := shortRef(refs, i) // checked by fastExemplarV2
+		i = next
 		if !odd {
 			name, odd = x, true
 			continue
@@ -250,24 +257,15 @@ func addRefs(set *labelset.Set, refs []byte, syms [][]byte) {
 func fastPairs(out []labelhash.Pair, v []byte, syms [][]byte) ([]labelhash.Pair, bool) {
 	n0 := len(out)
 	for i := 0; i < len(v); {
-		var name, value uint64
-		if c := v[i]; c < 0x80 {
-			name, i = uint64(c), i+1
-		} else if i+1 < len(v) && v[i+1] < 0x80 {
-			name, i = uint64(c&0x7f)|uint64(v[i+1])<<7, i+2
-		} else {
+		name, i1, ok := shortRef(v, i)
+		if !ok || i1 >= len(v) {
 			return out[:n0], false
 		}
-		if i >= len(v) {
+		value, i2, ok := shortRef(v, i1)
+		if !ok {
 			return out[:n0], false
 		}
-		if c := v[i]; c < 0x80 {
-			value, i = uint64(c), i+1
-		} else if i+1 < len(v) && v[i+1] < 0x80 {
-			value, i = uint64(c&0x7f)|uint64(v[i+1])<<7, i+2
-		} else {
-			return out[:n0], false
-		}
+		i = i2
 		if name >= uint64(len(syms)) || value >= uint64(len(syms)) {
 			return out[:n0], false
 		}

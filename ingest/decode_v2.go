@@ -237,11 +237,9 @@ func (p *refPairs) packed(v []byte, what string) *decodeError {
 	name, odd, bad := p.name, p.odd, p.bad
 	for i := 0; i < len(v); {
 		at := i
-		var x uint64
-		if c := v[i]; c < 0x80 {
-			x, i = uint64(c), i+1
-		} else if i+1 < len(v) && v[i+1] < 0x80 {
-			x, i = uint64(c&0x7f)|uint64(v[i+1])<<7, i+2
+		x, next, ok := shortRef(v, i)
+		if ok {
+			i = next
 		} else {
 			y, n := protowire.ConsumeVarint(v[i:])
 			if n < 0 {

@@ -559,7 +559,7 @@ func (t *Tracker) touchBatch(hashes []uint64) {
 		if tb == nil {
 			continue
 		}
-		p := uint64(uint32(h>>32)) * uint64(len(tb.index)) >> 32
+		p := trackerHome(uint32(h>>32), uint64(len(tb.index)))
 		atomic.LoadUint64(&tb.index[p])
 		tbs[i], homes[i] = tb, p
 	}
@@ -736,7 +736,7 @@ func (tb *trackerTable) find(tag uint32, ls labels.Labels) (*trackerEntry, int) 
 	index := tb.index
 	n := uint64(len(index))
 	chunks := tb.chunks
-	for p := uint64(tag) * n >> 32; ; {
+	for p := trackerHome(tag, n); ; {
 		v := atomic.LoadUint64(&index[p])
 		if v == 0 {
 			return nil, int(p)
@@ -816,11 +816,15 @@ func trackerRehash(index []uint64, size uint64) []uint64 {
 	return grown
 }
 
+// trackerHome returns the slot of an index of n slots where the probe for
+// tag starts, by which find, trackerPlace and touchBatch agree.
+func trackerHome(tag uint32, n uint64) uint64 { return uint64(tag) * n >> 32 }
+
 // trackerPlace puts entry i with tag in the first empty slot from its home,
 // in an index that no lookup sees yet.
 func trackerPlace(index []uint64, tag, i uint32) {
 	n := uint64(len(index))
-	p := uint64(tag) * n >> 32
+	p := trackerHome(tag, n)
 	for index[p] != 0 {
 		if p++; p == n {
 			p = 0

@@ -198,6 +198,8 @@ func TestAppendOrder(t *testing.T) {
 		{"one new", []storage.SeriesRef{0}, []int{0}},
 		{"one", []storage.SeriesRef{7}, []int{0}},
 		{"same ref", []storage.SeriesRef{5, 5, 5}, []int{0, 1, 2}},
+		{"in order", []storage.SeriesRef{1, 0, 2, 2, 5, 0, 9}, []int{0, 2, 3, 4, 6, 1, 5}},
+		{"in order but the last", []storage.SeriesRef{1, 0, 2, 2, 5, 0, 4}, []int{0, 2, 3, 6, 4, 1, 5}},
 		{"near", []storage.SeriesRef{3, 0, 1, 3, 2, 0, 1}, []int{2, 6, 4, 0, 3, 1, 5}},
 		{"bytes apart", []storage.SeriesRef{70000, 1, 0, 256, 255, 65536, 1}, []int{1, 6, 4, 3, 5, 0, 2}},
 		{"far apart", []storage.SeriesRef{1 << 40, 0, 1, 1<<40 + 1, 1 << 33, 1}, []int{2, 5, 4, 0, 3, 1}},
@@ -242,19 +244,24 @@ func TestAppendOrder(t *testing.T) {
 }
 
 // TestAppendOrderAllocs checks AppendOrder's allocation contract: none once
-// the appender has ordered as many handles, by either sort.
+// the appender has ordered as many handles, in order already or by either
+// sort.
 func TestAppendOrderAllocs(t *testing.T) {
-	for _, step := range []storage.SeriesRef{1, 1 << 33} {
+	for _, tc := range []struct {
+		step storage.SeriesRef
+		mult int // 1: the refs in order; else in an order of their own
+	}{{1, 1}, {1, 7919}, {1 << 33, 7919}} {
+		step := tc.step
 		hs := make([]Handle, 1000)
 		for i := range hs {
 			if i%7 > 0 {
-				hs[i].ref = storage.SeriesRef(1+(i*7919)%len(hs)) * step
+				hs[i].ref = storage.SeriesRef(1+(i*tc.mult)%len(hs)) * step
 			}
 		}
 		a := &AppenderV2{}
 		a.AppendOrder(hs)
 		if n := testing.AllocsPerRun(20, func() { a.AppendOrder(hs) }); n != 0 {
-			t.Fatalf("AppendOrder of %d handles, refs %d apart: %v allocations, want 0", len(hs), step, n)
+			t.Fatalf("AppendOrder of %d handles, refs %d apart (x%d): %v allocations, want 0", len(hs), step, tc.mult, n)
 		}
 	}
 }

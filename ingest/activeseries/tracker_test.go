@@ -333,6 +333,29 @@ func TestTrackerCollisions(t *testing.T) {
 	}
 }
 
+// TestTrackerSharedData checks that label sets whose data share memory
+// are told apart under one hash: in the stringlabels build, DropReserved
+// returns a prefix of ls's data, at the same address, so a shortcut that
+// confirmed a series by its labels' address alone, without their length,
+// would take the one for the other.
+func TestTrackerSharedData(t *testing.T) {
+	ls := labels.FromStrings("A", "1", "__name__", "up")
+	prefix := ls.DropReserved(func(n string) bool { return n == "__name__" })
+	tr := newTestTracker(t, Options{Stripes: 1})
+	for i, tc := range []struct {
+		ls   labels.Labels
+		want bool
+	}{{ls, true}, {prefix, true}, {ls, false}, {prefix, false}} {
+		if got := tr.Update(1, tc.ls, int64(i)); got != tc.want {
+			t.Fatalf("update %d: Update(1, %s, %d) = %v, want %v", i, tc.ls, i, got, tc.want)
+		}
+	}
+	if got := tr.Active(); got != 2 {
+		t.Fatalf("Active() = %d after updating %s and %s under one hash, want 2", got, ls, prefix)
+	}
+	tr.check(t)
+}
+
 // TestTrackerZeroValue checks that a zero Tracker reads as empty and that
 // an update or a reload of it panics with the package's name, not an index
 // error.

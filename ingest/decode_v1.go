@@ -42,8 +42,8 @@ const (
 // decodeV1 decodes the prometheus.TimeSeries message b into s, which has
 // been reset.
 func (s *Series) decodeV1(b []byte) *decodeError {
-	// The labels are gathered in s.wire and added to the set in one call
-	// at the end.
+	// The labels are gathered in s.wire, for Series.labelSet to add to
+	// the set in one call.
 	s.wire = s.wire[:0]
 	for len(b) > 0 {
 		switch b[0] { // the fast paths of decode_fast.go
@@ -124,7 +124,7 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 		}
 		b = b[n:]
 	}
-	s.set.AddPairs(s.wire)
+	s.pending = true // see Series.labelSet
 	return nil
 }
 

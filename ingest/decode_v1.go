@@ -82,6 +82,12 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 					continue
 				}
 			}
+		case tagV1Exemplars:
+			if v, n, ok := shortBytes(b[1:]); ok && fastExemplarV1(v) {
+				s.rawEx = append(s.rawEx, v)
+				b = b[1+n:]
+				continue
+			}
 		}
 		num, typ, v, _, n := consumeField(b)
 		if n < 0 {

@@ -314,6 +314,9 @@ type Series struct {
 	// impl=ingestkit-vmwork of BenchmarkDecode in examples/peers skips
 	// those of exemplars only, does not pay for hashing it.
 	pending bool
+	// sorted is set when decodeV1 saw the names of wire increase
+	// strictly, for labelSet to add them without the set's order check.
+	sorted bool
 
 	samples []Sample
 	hists   []HistogramSample
@@ -388,7 +391,7 @@ func (s *Series) reset() {
 	} else {
 		s.set.Reset()
 	}
-	s.pending = false
+	s.pending, s.sorted = false, false
 	s.samples = s.samples[:0]
 	clear(s.hists)
 	s.hists = s.hists[:0]
@@ -411,7 +414,11 @@ func (s *Series) reset() {
 func (s *Series) labelSet() *labelset.Set {
 	if s.pending {
 		s.pending = false
-		s.set.AddPairs(s.wire)
+		if s.sorted {
+			s.set.AddSortedPairs(s.wire)
+		} else {
+			s.set.AddPairs(s.wire)
+		}
 	}
 	return &s.set
 }

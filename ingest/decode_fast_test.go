@@ -71,6 +71,30 @@ func TestDecodeFastPathEdges(t *testing.T) {
 		tc{"samples then labels", decV1Series(sample(val(nil, 2), ts(7)), up, decV1Label("job", "x"))},
 		tc{"series of 3-byte length", decV1Series(up, decV1Label("zz", strings.Repeat("v", 20000)), sample(val(nil, 1), ts(5)))},
 	)
+	// The order check that decodeV1 fuses into gathering: names that tie
+	// in their first eight bytes, zero-padded, or sort before the one
+	// before, and a last label too close to the end of the series to load
+	// eight bytes.
+	lbl := func(n, v string) []byte { return decV1Label(n, v) }
+	v1Cases = append(v1Cases,
+		tc{"names in order", decV1Series(up, lbl("a", "1"), lbl("abcdefgh", "2"), lbl("abcdefghi", "3"), lbl("b", "4"))},
+		tc{"names out of order", decV1Series(up, lbl("job", "1"), lbl("env", "2"))},
+		tc{"names out of order after 8 bytes", decV1Series(up, lbl("abcdefgh2", "1"), lbl("abcdefgh1", "2"))},
+		tc{"names in order after 8 bytes", decV1Series(up, lbl("abcdefgh1", "1"), lbl("abcdefgh2", "2"))},
+		tc{"name repeated", decV1Series(up, lbl("job", "b"), lbl("job", "a"))},
+		tc{"name a prefix of the next", decV1Series(up, lbl("a", "1"), lbl("ab", "2"))},
+		tc{"name longer than the next", decV1Series(up, lbl("ab", "1"), lbl("a", "2"))},
+		tc{"name ending in a zero byte", decV1Series(up, lbl("a\x00", "1"), lbl("a", "2"))},
+		tc{"name then one ending in a zero byte", decV1Series(up, lbl("a", "1"), lbl("a\x00", "2"))},
+		tc{"name after one that extends it by a byte below the value's tag", decV1Series(up, lbl("a\x05", "1"), lbl("a", "2"))},
+		tc{"name of 7 bytes after one that extends it", decV1Series(up, lbl("abcdefg\x05", "1"), lbl("abcdefg", "2"))},
+		tc{"empty name first", decV1Series(lbl("", "x"), up)},
+		tc{"empty name after", decV1Series(up, lbl("", "x"))},
+		tc{"last label at the end of the series", decV1Series(up, lbl("a", ""))},
+		tc{"labels of one and two length bytes", decV1Series(up, lbl("a", strings.Repeat("v", 200)), lbl("b", "1"))},
+		tc{"labels of two length bytes out of order", decV1Series(up, lbl("b", strings.Repeat("v", 200)), lbl("a", "1"))},
+		tc{"label after samples, out of order", decV1Series(lbl("job", "1"), sample(val(nil, 1), ts(5)), up)},
+	)
 	ex1 := func(fields ...[]byte) []byte { return decMsg(nil, v1SeriesExemplars, slices.Concat(fields...)) }
 	exLabel := func(raw []byte) []byte { return decMsg(nil, v1ExemplarLabels, raw) }
 	exName := exLabel(slices.Concat(name("trace_id"), value("abc")))

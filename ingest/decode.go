@@ -163,8 +163,9 @@ func (d *Decoder) Reset(buf []byte, msg remoteapi.WriteMessageType) error {
 // there is one. It returns false at the end of the request or on the first
 // error, which [Decoder.Err] then returns.
 //
-// Next decodes the whole series: it adds its labels to the series' hash,
-// decodes its float samples into a reused slice and its native histograms,
+// Next decodes the whole series: it gathers its labels (which the first
+// accessor that needs them, such as [Series.Hash], adds to the series' hash
+// in one pass), decodes its float samples into a reused slice and its native histograms,
 // and checks its exemplars and metadata, so that every accessor of [Series]
 // is infallible. It makes no allocation for a series of float samples once
 // the Decoder has decoded a series with as many labels and samples;
@@ -307,6 +308,15 @@ type Series struct {
 	syms [][]byte // the Decoder's symbols table (2.0)
 	set  labelset.Set
 	wire []labelhash.Pair // the series' labels, gathered for set.AddPairs
+	// pending is set when wire holds labels not yet added to set: Next
+	// gathers them and the first accessor that needs the labels or their
+	// hash adds them (labelSet), so a caller that skips a series, as
+	// impl=ingestkit-vmwork of BenchmarkDecode in examples/peers skips
+	// those of exemplars only, does not pay for hashing it.
+	pending bool
+	// sorted is set when decodeV1 saw the names of wire increase
+	// strictly, for labelSet to add them without the set's order check.
+	sorted bool
 
 	samples []Sample
 	hists   []HistogramSample
@@ -381,6 +391,7 @@ func (s *Series) reset() {
 	} else {
 		s.set.Reset()
 	}
+	s.pending, s.sorted = false, false
 	s.samples = s.samples[:0]
 	clear(s.hists)
 	s.hists = s.hists[:0]
@@ -396,6 +407,20 @@ func (s *Series) reset() {
 	s.badEx = s.badEx[:0]
 	clear(s.exErrs)
 	s.exErrs = s.exErrs[:0]
+}
+
+// labelSet returns s.set with the labels that Next gathered for the series
+// added, which it adds on the first call.
+func (s *Series) labelSet() *labelset.Set {
+	if s.pending {
+		s.pending = false
+		if s.sorted {
+			s.set.AddSortedPairs(s.wire)
+		} else {
+			s.set.AddPairs(s.wire)
+		}
+	}
+	return &s.set
 }
 
 // Err returns the error that makes the series unusable, or nil: in a 2.0
@@ -440,21 +465,23 @@ type HistogramSample struct {
 }
 
 // Hash returns [labels.Labels.Hash] of the series' labels, in the labels
-// build in use: what Prometheus's ToLabels(...).Hash() returns. It was
-// computed as the labels were decoded; labels that arrived out of order are
-// sorted and hashed again on the first call. For a series that repeats a
+// build in use: what Prometheus's ToLabels(...).Hash() returns. The labels
+// that [Decoder.Next] gathered are hashed in one pass on the first call to
+// it or to another accessor of the labels; labels that arrived out of order
+// are sorted and hashed again then. For a series that repeats a
 // label name, which Prometheus rejects, the repeated pairs are ordered by
 // value, so the hash may differ from that of ToLabels, whose sort leaves
 // their order unspecified.
 //
 // Hash returns 0 for a series with an error ([Series.Err]).
 //
-// Hash makes no allocation.
+// Hash makes no allocation once the Decoder has decoded a series with as
+// many labels.
 func (s *Series) Hash() uint64 {
 	if s.err != nil {
 		return 0
 	}
-	return s.set.Hash()
+	return s.labelSet().Hash()
 }
 
 // TenantHash returns the routing hash of the Thanos receive hashring for the
@@ -466,7 +493,7 @@ func (s *Series) Hash() uint64 {
 // holds the series' labels out of order. It panics if the Decoder was
 // given no tenant, and returns 0 for a series with an error ([Series.Err]).
 //
-// TenantHash makes no allocation.
+// TenantHash makes no allocation, as [Series.Hash].
 func (s *Series) TenantHash() uint64 {
 	if !s.withTenant {
 		panic("ingest: Series.TenantHash without Decoder.SetTenant")
@@ -474,7 +501,7 @@ func (s *Series) TenantHash() uint64 {
 	if s.err != nil {
 		return 0
 	}
-	return s.set.TenantHash()
+	return s.labelSet().TenantHash()
 }
 
 // ThanosHash returns exactly the routing hash of Thanos receive for the
@@ -487,7 +514,7 @@ func (s *Series) TenantHash() uint64 {
 // them routes by ThanosHash. It panics if the Decoder was given no tenant,
 // and returns 0 for a series with an error ([Series.Err]).
 //
-// ThanosHash makes no allocation.
+// ThanosHash makes no allocation, as [Series.Hash].
 func (s *Series) ThanosHash() uint64 {
 	if !s.withTenant {
 		panic("ingest: Series.ThanosHash without Decoder.SetTenant")
@@ -495,7 +522,7 @@ func (s *Series) ThanosHash() uint64 {
 	if s.err != nil {
 		return 0
 	}
-	return s.set.ArrivalTenantHash()
+	return s.labelSet().ArrivalTenantHash()
 }
 
 // Equal reports whether the series' labels are exactly ls. A caller that
@@ -503,8 +530,8 @@ func (s *Series) ThanosHash() uint64 {
 // anything. It is false for every ls if the series has an error
 // ([Series.Err]), even for the pairs decoded before the bad reference.
 //
-// Equal makes no allocation.
-func (s *Series) Equal(ls labels.Labels) bool { return s.err == nil && s.set.Equal(ls) }
+// Equal makes no allocation, as [Series.Hash].
+func (s *Series) Equal(ls labels.Labels) bool { return s.err == nil && s.labelSet().Equal(ls) }
 
 // Labels builds the series' labels, sorted by name, as Prometheus's ToLabels
 // does. It is the only call that copies label bytes: once, or through the
@@ -519,7 +546,7 @@ func (s *Series) Labels() labels.Labels {
 	if s.err != nil {
 		return labels.EmptyLabels()
 	}
-	return s.set.Labels()
+	return s.labelSet().Labels()
 }
 
 // ScratchLabels returns the series' labels, sorted by name, built in a
@@ -535,7 +562,7 @@ func (s *Series) ScratchLabels() labels.Labels {
 	if s.err != nil {
 		return labels.EmptyLabels()
 	}
-	return s.set.Scratch()
+	return s.labelSet().Scratch()
 }
 
 // RangeLabels calls f for each label of the series, sorted by name. The
@@ -546,7 +573,7 @@ func (s *Series) ScratchLabels() labels.Labels {
 // makes no allocation when the labels arrived sorted.
 func (s *Series) RangeLabels(f func(name, value string)) {
 	if s.err == nil {
-		s.set.Range(f)
+		s.labelSet().Range(f)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 )
 
 // A receiver decodes each request straight from its buffer, looks every
-// series up by the hash the Decoder computed while decoding, confirms the
+// series up by the hash of the labels the Decoder gathered, confirms the
 // hit without building anything, and builds labels only for a series it
 // has not seen before, then appends to a TSDB head.
 func ExampleDecoder() {

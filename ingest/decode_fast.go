@@ -32,6 +32,10 @@ const (
 	tagV2Symbols      = byte(v2FieldSymbols<<3) | byte(protowire.BytesType)
 	tagV1Labels       = byte(v1SeriesLabels<<3) | byte(protowire.BytesType)
 	tagV1Samples      = byte(v1SeriesSamples<<3) | byte(protowire.BytesType)
+	tagV1Exemplars    = byte(v1SeriesExemplars<<3) | byte(protowire.BytesType)
+	tagV1ExLabels     = byte(v1ExemplarLabels<<3) | byte(protowire.BytesType)
+	tagV1ExValue      = byte(v1ExemplarValue<<3) | byte(protowire.Fixed64Type)
+	tagV1ExTime       = byte(v1ExemplarTimestamp<<3) | byte(protowire.VarintType)
 	tagV2LabelsRefs   = byte(v2SeriesLabelsRefs<<3) | byte(protowire.BytesType)
 	tagV2Samples      = byte(v2SeriesSamples<<3) | byte(protowire.BytesType)
 	tagV2Metadata     = byte(v2SeriesMetadata<<3) | byte(protowire.BytesType)
@@ -148,6 +152,39 @@ func fastSample(v []byte, v2 bool) (smp Sample, ok bool) {
 		rest = rest[1+n:]
 	}
 	return smp, len(rest) == 0
+}
+
+// fastExemplarV1 reports whether v is a prometheus.Exemplar that holds its
+// labels, each as fastLabel reads it, then its value, then its timestamp,
+// the value and the timestamp at most once (the encoders leave out those
+// that are 0) and the timestamp of up to nine bytes: bytes that
+// parseExemplarV1 accepts. Like the check of Next, it reads nothing out;
+// [Series.Exemplars] decodes the exemplar with parseExemplarV1.
+func fastExemplarV1(v []byte) bool {
+	for len(v) > 0 && v[0] == tagV1ExLabels {
+		l, n, ok := shortBytes(v[1:])
+		if !ok {
+			return false
+		}
+		if _, _, ok := fastLabel(l); !ok {
+			return false
+		}
+		v = v[1+n:]
+	}
+	if len(v) > 0 && v[0] == tagV1ExValue {
+		if len(v) < 9 {
+			return false
+		}
+		v = v[9:]
+	}
+	if len(v) > 0 && v[0] == tagV1ExTime {
+		_, n := shortVarint(v[1:])
+		if n == 0 {
+			return false
+		}
+		v = v[1+n:]
+	}
+	return len(v) == 0
 }
 
 // fastMetadataV2 reads an io.prometheus.write.v2.Metadata of varint fields

@@ -71,6 +71,62 @@ func TestDecodeFastPathEdges(t *testing.T) {
 		tc{"samples then labels", decV1Series(sample(val(nil, 2), ts(7)), up, decV1Label("job", "x"))},
 		tc{"series of 3-byte length", decV1Series(up, decV1Label("zz", strings.Repeat("v", 20000)), sample(val(nil, 1), ts(5)))},
 	)
+	// The order check that decodeV1 fuses into gathering: names that tie
+	// in their first eight bytes, zero-padded, or sort before the one
+	// before, and a last label too close to the end of the series to load
+	// eight bytes.
+	lbl := func(n, v string) []byte { return decV1Label(n, v) }
+	v1Cases = append(v1Cases,
+		tc{"names in order", decV1Series(up, lbl("a", "1"), lbl("abcdefgh", "2"), lbl("abcdefghi", "3"), lbl("b", "4"))},
+		tc{"names out of order", decV1Series(up, lbl("job", "1"), lbl("env", "2"))},
+		tc{"names out of order after 8 bytes", decV1Series(up, lbl("abcdefgh2", "1"), lbl("abcdefgh1", "2"))},
+		tc{"names in order after 8 bytes", decV1Series(up, lbl("abcdefgh1", "1"), lbl("abcdefgh2", "2"))},
+		tc{"name repeated", decV1Series(up, lbl("job", "b"), lbl("job", "a"))},
+		tc{"name a prefix of the next", decV1Series(up, lbl("a", "1"), lbl("ab", "2"))},
+		tc{"name longer than the next", decV1Series(up, lbl("ab", "1"), lbl("a", "2"))},
+		tc{"name ending in a zero byte", decV1Series(up, lbl("a\x00", "1"), lbl("a", "2"))},
+		tc{"name then one ending in a zero byte", decV1Series(up, lbl("a", "1"), lbl("a\x00", "2"))},
+		tc{"name after one that extends it by a byte below the value's tag", decV1Series(up, lbl("a\x05", "1"), lbl("a", "2"))},
+		tc{"name of 7 bytes after one that extends it", decV1Series(up, lbl("abcdefg\x05", "1"), lbl("abcdefg", "2"))},
+		tc{"empty name first", decV1Series(lbl("", "x"), up)},
+		tc{"empty name after", decV1Series(up, lbl("", "x"))},
+		tc{"last label at the end of the series", decV1Series(up, lbl("a", ""))},
+		tc{"labels of one and two length bytes", decV1Series(up, lbl("a", strings.Repeat("v", 200)), lbl("b", "1"))},
+		tc{"labels of two length bytes out of order", decV1Series(up, lbl("b", strings.Repeat("v", 200)), lbl("a", "1"))},
+		tc{"label after samples, out of order", decV1Series(lbl("job", "1"), sample(val(nil, 1), ts(5)), up)},
+	)
+	ex1 := func(fields ...[]byte) []byte { return decMsg(nil, v1SeriesExemplars, slices.Concat(fields...)) }
+	exLabel := func(raw []byte) []byte { return decMsg(nil, v1ExemplarLabels, raw) }
+	exName := exLabel(slices.Concat(name("trace_id"), value("abc")))
+	ex1Val := func(v float64) []byte {
+		return protowire.AppendFixed64(decTag(nil, v1ExemplarValue, protowire.Fixed64Type), math.Float64bits(v))
+	}
+	ex1Ts := func(v uint64) []byte { return decVarint(nil, v1ExemplarTimestamp, v) }
+	v1Cases = append(v1Cases,
+		tc{"exemplar in order", decV1Series(up, ex1(exName, exLabel(slices.Concat(name("span_id"), value("d"))), ex1Val(1.5), ex1Ts(9)))},
+		tc{"exemplar after samples", decV1Series(up, sample(val(nil, 1), ts(5)), ex1(exName, ex1Val(1.5), ex1Ts(9)))},
+		tc{"empty exemplar", decV1Series(up, ex1())},
+		tc{"exemplar value only", decV1Series(up, ex1(ex1Val(1.5)))},
+		tc{"exemplar timestamp only", decV1Series(up, ex1(ex1Ts(9)))},
+		tc{"exemplar labels only", decV1Series(up, ex1(exName))},
+		tc{"exemplar timestamp first", decV1Series(up, ex1(ex1Ts(9), exName, ex1Val(1.5)))},
+		tc{"exemplar value before labels", decV1Series(up, ex1(ex1Val(1.5), exName, ex1Ts(9)))},
+		tc{"exemplar value repeated", decV1Series(up, ex1(exName, ex1Val(1.5), ex1Val(2.5)))},
+		tc{"exemplar timestamp repeated", decV1Series(up, ex1(exName, ex1Ts(9), ex1Ts(10)))},
+		tc{"exemplar with an unknown field", decV1Series(up, ex1(exName, decVarint(nil, 9, 1), ex1Val(1.5)))},
+		tc{"exemplar label value before name", decV1Series(up, ex1(exLabel(slices.Concat(value("x"), name("a"))), ex1Val(1.5)))},
+		tc{"exemplar label name only", decV1Series(up, ex1(exLabel(name("a")), ex1Val(1.5)))},
+		tc{"exemplar empty label", decV1Series(up, ex1(exLabel(nil), ex1Val(1.5)))},
+		tc{"exemplar label of 128 bytes", decV1Series(up, ex1(exLabel(slices.Concat(name("a"), value(strings.Repeat("v", 123)))), ex1Val(1.5)))},
+		tc{"exemplar label length not minimal", decV1Series(up, ex1(exLabel(slices.Concat(nonMinimal(v1LabelName, "a"), value("b"))), ex1Val(1.5)))},
+		tc{"exemplar timestamp of 9 bytes", decV1Series(up, ex1(exName, ex1Val(1.5), ex1Ts(math.MaxInt64)))},
+		tc{"exemplar negative timestamp", decV1Series(up, ex1(exName, ex1Val(1.5), ex1Ts(neg)))},
+		tc{"exemplar value cut short", decV1Series(up, ex1(exName, ex1Val(1.5)[:5]))},
+		tc{"exemplar timestamp cut short", decV1Series(up, ex1(exName, ex1Ts(1 << 40)[:3]))},
+		tc{"exemplar label cut short", decV1Series(up, ex1(exName[:len(exName)-1]))},
+		tc{"exemplar value with a wrong wire type", decV1Series(up, ex1(exName, decVarint(nil, v1ExemplarValue, 3)))},
+		tc{"exemplars, one bad", decV1Series(up, ex1(exName, ex1Ts(5)), ex1(exName, ex1Val(1.5)[:5]), ex1(exName))},
+	)
 	meta := func(fields ...[]byte) []byte { return decMsg(nil, v2SeriesMetadata, slices.Concat(fields...)) }
 	mtype := func(v uint64) []byte { return decVarint(nil, v2MetadataType, v) }
 	help := func(v uint64) []byte { return decVarint(nil, v2MetadataHelpRef, v) }

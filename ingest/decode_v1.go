@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/prometheus/prometheus/prompb"
@@ -42,9 +43,16 @@ const (
 // decodeV1 decodes the prometheus.TimeSeries message b into s, which has
 // been reset.
 func (s *Series) decodeV1(b []byte) *decodeError {
-	// The labels are gathered in s.wire and added to the set in one call
-	// at the end.
+	// The labels are gathered in s.wire, for Series.labelSet to add to
+	// the set in one call.
 	s.wire = s.wire[:0]
+	// sorted stays true while each name gathered by the first fast path
+	// below is seen to sort after the one before, from their first eight
+	// bytes, zero-padded (key): those pairs go to the set without its own
+	// order check (labelset.Set.AddSortedPairs). A tie, a label on another
+	// path or too few bytes left to load a key clears it, and the set
+	// checks the order itself.
+	sorted, prev := true, uint64(0)
 	for len(b) > 0 {
 		switch b[0] { // the fast paths of decode_fast.go
 		case tagV1Labels:
@@ -56,6 +64,15 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 				end := 2 + int(b[1]) // of the label message
 				ne := 4 + int(b[3])  // of the name
 				if ne+1 < end && end <= len(b) && b[ne] == tagLabelValue && b[ne+1] < 0x80 && ne+2+int(b[ne+1]) == end {
+					if len(b) >= 12 {
+						// A shift of 64 or more gives 0: an empty name
+						// has key 0, which sorts after nothing.
+						key := binary.BigEndian.Uint64(b[4:12]) & (^uint64(0) << (8 * max(12-ne, 0)))
+						sorted = sorted && key > prev
+						prev = key
+					} else {
+						sorted = false
+					}
 					s.wire = pushPair(s.wire)
 					q := &s.wire[len(s.wire)-1]
 					q.Name, q.Value = b[4:ne], b[ne+2:end]
@@ -63,6 +80,7 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 					continue
 				}
 			}
+			sorted = false
 			if v, n, ok := shortBytes(b[1:]); ok && len(v) > 0 && v[0] == tagLabelName {
 				if name, k, ok := shortBytes(v[1:]); ok {
 					if rest := v[1+k:]; len(rest) > 0 && rest[0] == tagLabelValue {
@@ -82,6 +100,12 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 					continue
 				}
 			}
+		case tagV1Exemplars:
+			if v, n, ok := shortBytes(b[1:]); ok && fastExemplarV1(v) {
+				s.rawEx = append(s.rawEx, v)
+				b = b[1+n:]
+				continue
+			}
 		}
 		num, typ, v, _, n := consumeField(b)
 		if n < 0 {
@@ -89,6 +113,7 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 		}
 		switch num {
 		case v1SeriesLabels:
+			sorted = false
 			if typ != protowire.BytesType {
 				return wireTypeError("labels", b, typ)
 			}
@@ -124,7 +149,7 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 		}
 		b = b[n:]
 	}
-	s.set.AddPairs(s.wire)
+	s.pending, s.sorted = true, sorted // see Series.labelSet
 	return nil
 }
 

@@ -181,7 +181,7 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 	case uint64(s.metaHelp) >= uint64(len(s.syms)):
 		s.bad = symbolError("metadata help_ref", series, s.metaHelp, len(s.syms))
 	}
-	s.set.AddPairs(s.wire)
+	s.pending = true // see Series.labelSet
 	return nil
 }
 

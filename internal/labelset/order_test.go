@@ -128,6 +128,58 @@ func TestAddPairs(t *testing.T) {
 	}
 }
 
+// TestAddSortedPairs checks that AddSortedPairs of pairs with strictly
+// increasing names, on a fresh Set and after AddPairs of others, gives the
+// hashes and labels of Add of each.
+func TestAddSortedPairs(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	names := []string{"", "__name__", "a", "abcd", "abcdefgh", "abcdefgi", "job", "le", "zone"}
+	var want, got Set
+	for i := range 2000 {
+		var ps []labelhash.Pair
+		for _, name := range names {
+			if r.IntN(2) == 0 {
+				ps = append(ps, labelhash.Pair{Name: []byte(name), Value: []byte(fmt.Sprint(r.IntN(3)))})
+			}
+		}
+		tenant := i%3 != 0
+		if tenant {
+			want.ResetTenant("t")
+			got.ResetTenant("t")
+		} else {
+			want.Reset()
+			got.Reset()
+		}
+		// Some Sets hold pairs already, which may put ps out of order.
+		k := 0
+		if i%4 == 0 && len(ps) > 0 {
+			k = 1 + r.IntN(len(ps))
+			got.AddPairs(ps[len(ps)-k:])
+			for _, p := range ps[len(ps)-k:] {
+				want.Add(p.Name, p.Value)
+			}
+		}
+		for _, p := range ps {
+			want.Add(p.Name, p.Value)
+		}
+		got.AddSortedPairs(ps)
+		if g, w := got.Hash(), want.Hash(); g != w {
+			t.Fatalf("%d: Hash() = %#x, want %#x", i, g, w)
+		}
+		if tenant {
+			if g, w := got.ArrivalTenantHash(), want.ArrivalTenantHash(); g != w {
+				t.Fatalf("%d: ArrivalTenantHash() = %#x, want %#x", i, g, w)
+			}
+			if g, w := got.TenantHash(), want.TenantHash(); g != w {
+				t.Fatalf("%d: TenantHash() = %#x, want %#x", i, g, w)
+			}
+		}
+		if g, w := got.Labels(), want.Labels(); !labels.Equal(g, w) {
+			t.Fatalf("%d: Labels() = %s, want %s", i, g, w)
+		}
+	}
+}
+
 // tenantHash is the Thanos hashring's hash of the pairs in the order given:
 // xxhash over "tenant 0xff name 0xff value 0xff ...".
 func tenantHash(tenant string, ps []labelhash.Pair) uint64 {

@@ -25,13 +25,19 @@ import (
 // hold it, so that a series the TSDB holds, after a restart say, costs no
 // allocation to resolve. [Series] and the HashedBuilder of package
 // github.com/ingestkit/ingestkit/labels have it.
+//
+// An appender need not call Hash: a series found in the cache as the guess
+// of the series before it (see [Cache]) is confirmed by Equal alone, and
+// its handle's [Handle.Hash] is the cached entry's, the hash of the same
+// labels.
 type SeriesLabels interface {
 	// Err returns why the series cannot be appended (its labels could not
 	// be decoded), or nil. Lookup refuses a series with an error, whatever
 	// its other methods answer.
 	Err() error
 	Equaler
-	// Hash returns labels.Labels.Hash of the series' labels.
+	// Hash returns labels.Labels.Hash of the series' labels. It may not
+	// be called for a series in the cache.
 	Hash() uint64
 	// Labels returns the series' labels in memory of their own; it is
 	// called only for a series the TSDB does not hold.
@@ -102,9 +108,11 @@ type resolver struct {
 	// of the next series the next lookup tries first.
 	prev *cacheEntry
 	// guessing is whether the series resolved last was found as the
-	// guess of the one before it (or none was resolved yet): a batch
-	// whose next guess fails then looks that series up alone, so that
-	// the guesses after it are tried, rather than with the others.
+	// guess of the one before it, or had none before it (or none was
+	// resolved yet): the next lookup then tries the guess first, by its
+	// labels, without hashing the series, and a batch whose next guess
+	// fails looks that series up alone, so that the guesses after it are
+	// tried, rather than with the others.
 	guessing bool
 	touch    uint64 // the sum of a batched probe's reads (lookupChunk), kept so that they are made
 	// order and keys are appendOrder's buffers, kept across transactions.
@@ -146,11 +154,10 @@ func (r *resolver) fold() {
 	r.folded = r.stats
 }
 
-// follow makes e, of the given hash, the entry resolved last, and prev's
-// guess.
-func (r *resolver) follow(hash uint64, e *cacheEntry) {
+// follow makes e the entry resolved last, and prev's guess.
+func (r *resolver) follow(e *cacheEntry) {
 	if r.prev != nil {
-		r.prev.setGuess(hash, e)
+		r.prev.follows(e)
 	}
 	r.prev = e
 }
@@ -158,26 +165,46 @@ func (r *resolver) follow(hash uint64, e *cacheEntry) {
 // lookup finds s in the cache, else asks the appender by hash with labels
 // built in a reused buffer, and builds s's labels (the only copy) only for a
 // series the TSDB does not hold. It refuses a series with an error.
+//
+// While the guesses hold (r.guessing), lookup tries the guess first, by
+// its labels, and takes the hash from the entry: s is hashed only when the
+// guess fails. Otherwise it finds s by its hash in the index, and the guess
+// held if the entry found is prev's guess, which takes the lookups after it
+// back to trying guesses first; a guess is not tried before the index then,
+// as reading the guessed entry would be one more cache miss per series of
+// a request in an order of its own (BenchmarkAppend, order=shuffled).
 func (r *resolver) lookup(s SeriesLabels) (Handle, error) {
 	if err := s.Err(); err != nil {
 		return Handle{}, invalidSeries(err)
 	}
+	var h Handle
+	r.resolve(s, &h)
+	return h, nil
+}
+
+// resolve makes *h the handle of s, which has no error, as lookup does,
+// and reports whether s was found by the guess of the series before it
+// (see lookup).
+func (r *resolver) resolve(s SeriesLabels, h *Handle) (guessed bool) {
+	if r.guessing && r.prev != nil {
+		if g, ref := r.prev.guessOf(s); g != nil {
+			r.hit(h, g.hash, ref, g, true)
+			return true
+		}
+	}
 	hash := s.Hash()
-	if e, guessed := r.tab.lookup(r.prev, hash, s, r.now); e != nil {
-		// A purge may have dropped e since: its ref is still the series',
-		// or a stale one that the head resolves by the labels.
+	// A purge may have dropped the entry found since: its ref is then 0,
+	// and the series is resolved as one not in the cache.
+	if e := r.tab.stripe(hash).slots.Load().find(hash, s); e != nil {
 		if ref := e.ref.Load(); ref != 0 {
-			r.prev = e
-			r.guessing = guessed
-			r.stats.CacheHits++
-			if guessed {
-				r.stats.Guessed++
-			}
-			return Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e}, nil
+			guessed = r.prev != nil && r.prev.follows(e)
+			r.hit(h, hash, ref, e, guessed)
+			return guessed
 		}
 	}
 	r.guessing = false
-	return r.miss(s, hash), nil
+	*h = r.miss(s, hash)
+	return false
 }
 
 func invalidSeries(err error) error { return fmt.Errorf("%w: %w", ErrInvalidSeries, err) }
@@ -219,7 +246,7 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 		if !h.batch {
 			// A batch's lookups are over before its appends: the series
 			// resolved last is not the one before h's.
-			r.follow(h.hash, h.entry)
+			r.follow(h.entry)
 		}
 	}
 	h.ref = ref

@@ -25,7 +25,8 @@ const lookupChunk = 64
 // order); LookupBatch resolves the series whose guesses fail in passes over
 // up to 64 of them at a time, so that their misses overlap instead of
 // waiting for one another. When the guesses hold, as for a sender that
-// repeats its order, it reads what Lookup reads. The caller then appends
+// repeats its order, it reads what Lookup reads, and like Lookup hashes
+// only the series whose guess fails. The caller then appends
 // through the handles, in request order as Prometheus does, or, having
 // looked up the whole request, in the order [AppenderV2.AppendOrder]
 // gives, which keeps each series' samples in theirs and gives the same
@@ -62,52 +63,43 @@ func (r *resolver) lookupBatch(series []SeriesLabels, hs []Handle, errs []error)
 }
 
 // lookupChunk is lookupBatch for at most lookupChunk series. It resolves
-// them in request order as lookup does, following the guesses; a series
-// whose guess fails right after one whose guess held is looked up at once,
-// so that the guesses after it are tried (a sender's order cut and joined
-// again). Once two guesses fail in a row, the order is not the last
-// request's, and the rest of the chunk goes to a batched probe: for every
-// series left, its home slot, then its candidate entry, then the entry's
-// labels compared, each pass over all of them before the next, so that the
-// misses of one pass are in flight together. Nothing in those passes writes
-// to shared memory or takes a lock, which would fence the reads. A last
-// pass, in request order, does what lookup does with what the probe found:
-// stats, guesses learnt, last-seen times, and the series not in the cache.
+// them in request order as lookup does (resolver.resolve), following the
+// guesses without hashing the series; a series whose guess fails is looked
+// up at once, by its hash, and so is the one after it, whose entry, if it
+// is the failed one's guess, takes the chunk back to following guesses (a
+// sender's order cut and joined again). Once two guesses fail in a row, or
+// when the chunk starts with the guess of the series before it failed, the
+// order is not the last request's, and the rest of the chunk goes to a
+// batched probe: for every series left, its hash and home slot, then its
+// candidate entry, then the entry's labels compared, each pass over all of
+// them before the next, so that the misses of one pass are in flight
+// together. Nothing in those passes writes to shared memory or takes a
+// lock, which would fence the reads. A last pass, in request order, does
+// what lookup does with what the probe found: stats, guesses learnt,
+// last-seen times, and the series not in the cache.
 func (r *resolver) lookupChunk(series []SeriesLabels, hs []Handle, errs []error) {
 	first := len(series) // the first series left to the probe
+	failed := false      // whether the guess of the series before failed, in this chunk
 	for i, s := range series {
 		if err := s.Err(); err != nil {
 			hs[i], errs[i] = Handle{}, invalidSeries(err)
 			continue
 		}
 		errs[i] = nil
-		hash := s.Hash()
-		if r.prev != nil {
-			if g := r.prev.guess(hash); g != nil {
-				if ref := g.ref.Load(); ref != 0 && s.Equal(g.lset) {
-					r.hit(&hs[i], hash, ref, g, true)
-					continue
-				}
-			}
-		}
-		if !r.guessing {
+		if !r.guessing && !failed {
 			first = i
 			break
 		}
-		if e := r.tab.stripe(hash).slots.Load().find(hash, s); e != nil {
-			if ref := e.ref.Load(); ref != 0 {
-				if r.prev != nil {
-					r.prev.setGuess(hash, e)
-				}
-				r.hit(&hs[i], hash, ref, e, false)
-				continue
-			}
-		}
-		r.guessing = false
-		hs[i] = r.miss(s, hash)
+		guessing := r.guessing
+		guessed := r.resolve(s, &hs[i])
 		hs[i].batch = true
+		if !guessed && !guessing {
+			first = i + 1
+			break
+		}
+		failed = !guessed
 	}
-	if first == len(series) {
+	if first >= len(series) {
 		return
 	}
 	r.probe(series[first:], hs[first:], errs[first:])
@@ -183,14 +175,11 @@ func (r *resolver) probe(series []SeriesLabels, hs []Handle, errs []error) {
 			hs[i].batch = true
 			continue
 		}
-		guessed := false
-		if r.prev != nil {
-			// Lookup would have tried the guess first.
-			if guessed = r.prev.guess(hash) == e; !guessed {
-				r.prev.setGuess(hash, e)
-			}
-		}
+		// Lookup would have found e by the guess, or by the index and
+		// then seen that it is the guess.
+		guessed := r.prev != nil && r.prev.follows(e)
 		r.hit(&hs[i], hash, ref, e, guessed)
+		hs[i].batch = true
 	}
 }
 
@@ -204,8 +193,10 @@ func (r *resolver) hit(h *Handle, hash, ref uint64, e *cacheEntry, guessed bool)
 	if guessed {
 		r.stats.Guessed++
 	}
-	r.prev, r.guessing = e, guessed
-	*h = Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e, batch: true}
+	// The first series has no guess to fail: the guesses after it are
+	// tried first.
+	r.prev, r.guessing = e, guessed || r.prev == nil
+	*h = Handle{hash: hash, ref: storage.SeriesRef(ref), lset: e.lset, entry: e}
 }
 
 // AppendOrder returns the indices of hs, handles that [AppenderV2.LookupBatch]

@@ -86,18 +86,22 @@ type CacheOptions struct {
 // Senders repeat themselves: a Prometheus remote-write shard sends the same
 // series in the same order request after request, as a scrape target
 // exposes them. So each entry also remembers which entry was looked up
-// right after it, and an [AppenderV2] tries that guess first, without a probe
-// of the stripe's index: when it holds, a lookup reads
-// one entry, in memory allocated in the order the series were first seen.
-// A wrong guess costs one comparison of hashes and the usual lookup.
+// right after it, and an [AppenderV2] whose guesses have been holding tries
+// that guess first, by its labels, without hashing the series or probing
+// the stripe's index: when it holds, a lookup reads one entry, in memory
+// allocated in the order the series were first seen, and takes the
+// series' hash from it. A wrong guess costs that comparison, the hash and
+// the usual lookup; after one, the appender looks series up by the index
+// and goes back to guesses when the entry it finds is the guess of the one
+// before (BenchmarkAppend, order=fragments).
 //
 // Memory: an entry is a slot of 16 bytes (hash and pointer) in its stripe's
 // open-addressing index, which is kept between 7/16 and 7/8 full, and an
-// object of 48 bytes in the default stringlabels build (labels header, ref,
-// last-seen time, and the guess and its hash; 56, in a 64-byte size class,
-// in the others); the labels are the TSDB's own and shared with it.
+// object of 48 bytes in the default stringlabels build (labels header,
+// hash, ref, last-seen time and the guess; 56, in a 64-byte size class, in
+// the others); the labels are the TSDB's own and shared with it.
 // TestCacheMemoryPerEntry measures 72 bytes per entry in the default build
-// and 88 under slicelabels and dedupelabels, 16 more than without guesses.
+// and 88 under slicelabels and dedupelabels.
 // A purged entry may stay reachable until the entry whose guess it is, is
 // looked up or purged.
 //
@@ -276,33 +280,44 @@ func (s *cacheStripe) insert(hash uint64, e *cacheEntry) {
 // the guesses of other entries: their fields are immutable or atomic.
 type cacheEntry struct {
 	lset labels.Labels // immutable
+	// hash is the hash the entry is stored under in the index, the hash
+	// of lset; immutable. A lookup that confirms a guess by its labels
+	// takes the series' hash from here rather than hashing the series.
+	hash uint64
 	// ref is the series' ref; 0 once the entry is purged, which tells a
 	// lookup that followed a guess to it not to use it.
 	ref      atomic.Uint64
 	lastSeen atomic.Int64
-	// next is the entry looked up right after this one, last time, and
-	// nextHash its hash: a guess, not an invariant. nextHash lets a lookup
-	// tell a wrong guess without reading the entry, and may even be
-	// another entry's than next's, as the two are stored one after the
-	// other: the labels decide.
-	next     atomic.Pointer[cacheEntry]
-	nextHash atomic.Uint64
+	// next is the entry looked up right after this one, last time: a
+	// guess, not an invariant, confirmed by the labels of the series
+	// looked up.
+	next atomic.Pointer[cacheEntry]
 }
 
-// guess returns the entry guessed to come after e if its hash is hash.
-func (e *cacheEntry) guess(hash uint64) *cacheEntry {
-	if e.nextHash.Load() != hash {
-		return nil
+// guessOf returns the entry guessed to come after e and its ref, if the
+// entry is eq's series and not purged, else nil and 0. It reads the guessed
+// entry and compares its labels, and hashes nothing.
+func (e *cacheEntry) guessOf(eq Equaler) (*cacheEntry, uint64) {
+	g := e.next.Load()
+	if g == nil {
+		return nil, 0
 	}
-	return e.next.Load()
+	// Read without a lock: the guess may have been purged since (ref 0)
+	// or be another series; its labels are immutable.
+	if ref := g.ref.Load(); ref != 0 && eq.Equal(g.lset) {
+		return g, ref
+	}
+	return nil, 0
 }
 
-// setGuess makes next, of the given hash, e's guess.
-func (e *cacheEntry) setGuess(hash uint64, next *cacheEntry) {
-	if e.next.Load() != next {
-		e.next.Store(next)
-		e.nextHash.Store(hash)
+// follows reports whether next is e's guess, and makes it the guess if it
+// is not.
+func (e *cacheEntry) follows(next *cacheEntry) bool {
+	if e.next.Load() == next {
+		return true
 	}
+	e.next.Store(next)
+	return false
 }
 
 // NewCache returns an empty cache with the given options, bound to no
@@ -485,7 +500,7 @@ func (c *Cache) Lookup(hash uint64, eq Equaler, now int64) (ref storage.SeriesRe
 	if t == nil { // a zero Cache, empty
 		return 0, labels.EmptyLabels(), false
 	}
-	e, _ := t.lookup(nil, hash, eq, now)
+	e := t.stripe(hash).slots.Load().find(hash, eq)
 	if e == nil {
 		return 0, labels.EmptyLabels(), false
 	}
@@ -493,33 +508,10 @@ func (c *Cache) Lookup(hash uint64, eq Equaler, now int64) (ref storage.SeriesRe
 	if ref = storage.SeriesRef(e.ref.Load()); ref == 0 {
 		return 0, labels.EmptyLabels(), false
 	}
-	return ref, e.lset, true
-}
-
-// lookup is Lookup that tries prev's guess first, and makes the entry found
-// prev's guess. It returns nil if there is no such entry, and whether the
-// guess held.
-func (t *cacheTable) lookup(prev *cacheEntry, hash uint64, eq Equaler, now int64) (e *cacheEntry, guessed bool) {
-	if prev != nil {
-		// Read without a lock: the guess may have been purged since (ref
-		// 0) or be another series; its labels are immutable.
-		if g := prev.guess(hash); g != nil && g.ref.Load() != 0 && eq.Equal(g.lset) {
-			e, guessed = g, true
-		}
-	}
-	if e == nil {
-		e = t.stripe(hash).slots.Load().find(hash, eq)
-		if e == nil {
-			return nil, false
-		}
-		if prev != nil {
-			prev.setGuess(hash, e)
-		}
-	}
 	if e.lastSeen.Load() < now {
 		e.lastSeen.Store(now)
 	}
-	return e, guessed
+	return ref, e.lset, true
 }
 
 // labelsEqual adapts a labels.Labels to Equaler.
@@ -558,7 +550,7 @@ func (t *cacheTable) store(hash uint64, ref storage.SeriesRef, lset labels.Label
 		s.mu.Unlock()
 		return e
 	}
-	e := &cacheEntry{lset: lset}
+	e := &cacheEntry{lset: lset, hash: hash}
 	e.ref.Store(uint64(ref))
 	e.lastSeen.Store(now)
 	s.insert(hash, e)

@@ -975,8 +975,8 @@ func (wk *worker) sampleResult(c *requestCounts, h *ingest.Handle, err error, v2
 	return false, 0, nil, true
 }
 
-// appendKept appends the samples of the kept series (appendSeries) in the order of
-// AppendOrder, which keeps each series' samples in theirs, and records
+// appendKept appends the samples of the kept series (appendSeries) in the
+// order of AppendOrder, which keeps each series' samples in theirs, records
 // every append's error by sample; then, in request order, does with each
 // result what appendSeries does with a series' samples appended one after
 // the other: counts, the errors of a 2.0 partial write, the first error
@@ -990,9 +990,10 @@ func (wk *worker) appendKept(c *requestCounts, maxTime, nowMs int64, v2 bool) (c
 	defer wk.resetKept()
 	a := wk.app
 	wk.keptErrs = slices.Grow(wk.keptErrs[:0], len(wk.keptSamples))[:len(wk.keptSamples)]
-	// 1.0 ends at the first error in request order: once a series' append
-	// fails, the series after it need not be appended (their errors are
-	// nil, as if written, and the walk below stops before them).
+	// 1.0 ends at the first error in request order: once a sample of a
+	// series fails as sampleResult counts a failure, the series after it
+	// need not be appended (their errors are left nil, and the walk below
+	// returns before it reaches them).
 	stop := len(wk.kept)
 	for _, i := range a.AppendOrder(wk.kept) {
 		if i > stop {
@@ -1010,7 +1011,7 @@ func (wk *worker) appendKept(c *requestCounts, maxTime, nowMs int64, v2 bool) (c
 				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
 			}
 			wk.keptErrs[j] = err
-			if err != nil && !v2 {
+			if !v2 && err != nil && !errors.Is(err, (*storage.AppendPartialError)(nil)) {
 				stop = i
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -29,6 +30,9 @@ type receiveCase struct {
 	// tenants) through a tenant router (see newBenchTarget); 0 sends every
 	// request to one handler, without a tenant header.
 	tenants int
+	// reshard, if true, lists the series of every encoded op in an order
+	// of its own (a 1.0 request's; see reshardOp).
+	reshard bool
 }
 
 func receiveCases() []receiveCase {
@@ -50,6 +54,7 @@ func receiveCases() []receiveCase {
 		{name: "typical-500", reqs: typical(500)},
 		{name: "typical-5000", reqs: typical(5000)},
 		{name: "typical-20000", reqs: typical(20000)},
+		{name: "resharded-5000", reqs: typical(5000), reshard: true},
 		{name: "large-10MiB", reqs: func(testing.TB) []*request { return []*request{largeRequest(10, 10<<20)} }},
 		{name: "captured-rw1", reqs: captured(1)},
 		{name: "captured-rw2", reqs: captured(2), partial: true},
@@ -149,6 +154,18 @@ func encodeOp(tb testing.TB, reqs []*request, ts int64, reuse [][]byte) [][]byte
 		out[j] = b
 	}
 	return out
+}
+
+// reshardOp puts the series of each 1.0 request of reqs in an order drawn
+// from rng, as a sender that reshards or restarts lists them in an order
+// the receiver has not seen.
+func reshardOp(reqs []*request, rng *rand.Rand) {
+	for _, r := range reqs {
+		if r.v1 != nil {
+			ts := r.v1.Timeseries
+			rng.Shuffle(len(ts), func(x, y int) { ts[x], ts[y] = ts[y], ts[x] })
+		}
+	}
 }
 
 // benchWriter is an http.ResponseWriter that a benchmark reuses from op
@@ -259,6 +276,14 @@ const benchQueueBytes = 16 << 20
 // captured cases are testdata/remote-write, whose 2.0 requests both answer
 // with a 400 partial write (see receiveCase.partial).
 //
+// resharded-5000 is typical-5000 as a sender that reshards or restarts
+// sends it: every encoded op lists the series in an order of its own (a
+// permutation drawn afresh for each, from a seeded source that both impls
+// share), the warm-up request that creates them in yet another. With
+// status=conflict the stale ops are encoded ahead like those of status=ok,
+// each in its own order, all at the same old timestamp, so that no order
+// repeats from op to op (up to the 16 MiB of bodies encoded at a time).
+//
 // tenants-100x500 is multi-tenant: one op is 100 requests of 500 typical
 // series, one to each of 100 tenants in turn (the THANOS-TENANT header),
 // through a router to one TSDB per tenant: the Receiver's own (tenants.go)
@@ -272,14 +297,26 @@ func BenchmarkReceive(b *testing.B) {
 		for _, status := range []string{"ok", "conflict"} {
 			for _, impl := range []string{"prometheus", "ingestkit"} {
 				b.Run(fmt.Sprintf("case=%s/status=%s/impl=%s", c.name, status, impl), func(b *testing.B) {
-					benchReceive(b, impl, reqs, c.tenants, status == "conflict", c.partial)
+					var rng *rand.Rand
+					if c.reshard {
+						rng = rand.New(rand.NewPCG(19, 5000))
+					}
+					benchReceive(b, impl, reqs, c.tenants, status == "conflict", c.partial, rng)
 				})
 			}
 		}
 	}
 }
 
-func benchReceive(b *testing.B, impl string, reqs []*request, tenants int, conflict, partial bool) {
+// benchReceive is one BenchmarkReceive sub-benchmark; rng, if not nil,
+// reorders the series of every op it encodes (reshardOp).
+func benchReceive(b *testing.B, impl string, reqs []*request, tenants int, conflict, partial bool, rng *rand.Rand) {
+	encode := func(ts int64, reuse [][]byte) [][]byte {
+		if rng != nil {
+			reshardOp(reqs, rng)
+		}
+		return encodeOp(b, reqs, ts, reuse)
+	}
 	target := newBenchTarget(b, impl, tenants)
 	h := target.h
 	brs := newBenchRequests(reqs, tenants)
@@ -296,14 +333,14 @@ func benchReceive(b *testing.B, impl string, reqs []*request, tenants int, confl
 	if conflict {
 		first = base + 10*benchOpStep
 	}
-	warm := encodeOp(b, reqs, first, nil)
+	warm := encode(first, nil)
 	for j, br := range brs {
 		br.serve(h, warm[j])
 		br.check(b, false, partial, false)
 	}
 	var stale [][]byte
 	if conflict {
-		stale = encodeOp(b, reqs, base, nil)
+		stale = encode(base, nil)
 		serve(stale, true)
 	}
 	opBytes := 0
@@ -316,15 +353,19 @@ func benchReceive(b *testing.B, impl string, reqs []*request, tenants int, confl
 
 	b.ReportAllocs()
 	for b.Loop() {
-		if conflict {
+		if conflict && rng == nil {
 			serve(stale, false)
 			continue
 		}
 		if next == len(queue) {
 			b.StopTimer()
 			for k := range queue {
+				if conflict {
+					queue[k] = encode(base, queue[k])
+					continue
+				}
 				ts += benchOpStep
-				queue[k] = encodeOp(b, reqs, ts, queue[k])
+				queue[k] = encode(ts, queue[k])
 			}
 			next = 0
 			b.StartTimer()

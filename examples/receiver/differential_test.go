@@ -315,7 +315,7 @@ func diffCases(tb testing.TB) []diffCase {
 		{name: "v1 content type parameter", steps: []step{{contentType: "application/x-protobuf;proto=prometheus.WriteRequest", body: valid.body}}},
 		{name: "GET", steps: []step{{method: http.MethodGet, body: valid.body}}},
 		{name: "GET without body", steps: []step{{method: http.MethodGet}}, bodyDiffers: []int{0}},
-	}, capturedAlone...)
+	}, append(orderDiffCases(tb, T), capturedAlone...)...)
 }
 
 // TestDifferential sends the same requests to Prometheus's

@@ -489,6 +489,18 @@ type worker struct {
 	trackHashes [trackBatch]uint64
 	trackLabels [trackBatch]labels.Labels
 	tracked     int
+
+	// The plain series of the request looked up and not yet appended
+	// (appendSeries, appendKept): their handles, where each one's samples end in
+	// keptSamples, and, while appendKept runs, each sample's error.
+	kept        []ingest.Handle
+	keptEnd     []int
+	keptSamples []ingest.Sample
+	keptErrs    []error
+	// lastRef is the ref of the plain series appended last at once, while
+	// none is kept: until a series comes whose ref is lower, the request is
+	// in the head's order, and its series are appended at once.
+	lastRef storage.SeriesRef
 }
 
 // trackBatch is the most series the worker holds for the tracker's
@@ -695,12 +707,67 @@ func (wk *worker) flushTracked(nowMs int64) {
 
 // appendSeries is appendAll but for the tracker's updates of the last
 // series it wrote to, which it leaves to flushTracked.
+//
+// A plain series (float samples only, no exemplars, no error, and no
+// per-series options or limits in force: see keepable) is appended at once
+// while the refs of those before it go up, the head's order, which
+// AppendOrder would keep. From the first lower ref on, the plain series'
+// handles and samples are kept, and appendKept appends them in the order
+// of AppendOrder, at the end of the request or before any other series, so
+// that request order holds between the kept series and the others
+// (BenchmarkReceive, case=resharded-5000).
 func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, code int, _ error, commit bool) {
 	r, d, a := wk.r, &wk.dec, wk.app
+	defer wk.resetKept()
+	// Per-series options, limits and metadata take the one-at-a-time path.
+	keepable := !r.limits && r.maxSeries == 0 && !(v2 && (r.metadata || r.typeUnit))
 	for d.Next() {
 		s := d.Series()
 		c.series++
 		samples, hists := s.Samples(), s.Histograms()
+		if keepable && len(samples) > 0 && len(hists) == 0 && s.Err() == nil &&
+			len(s.ExemplarErrs()) == 0 && len(s.Exemplars()) == 0 {
+			lookupErr, invalid := wk.lookupPlain(s)
+			if lookupErr == nil && invalid == nil {
+				if len(wk.kept) == 0 && (wk.h.Ref() == 0 || wk.h.Ref() >= wk.lastRef) {
+					// In the head's order so far, where AppendOrder would
+					// leave it: appended at once, as a request in the
+					// order of the last one is (BenchmarkReceive,
+					// case=typical-5000, status=conflict, where the first
+					// series ends the request).
+					if code, err, ok := wk.appendPlain(&c, &wk.h, samples, maxTime, nowMs, v2); !ok {
+						return c, code, err, false
+					}
+					wk.lastRef = wk.h.Ref()
+				} else {
+					wk.kept = append(wk.kept, wk.h)
+					wk.keptSamples = append(wk.keptSamples, samples...)
+					wk.keptEnd = append(wk.keptEnd, len(wk.keptSamples))
+				}
+				if r.ring != nil {
+					wk.replicas = r.ring.Replicas(s.ThanosHash(), wk.replicas[:0])
+					for _, i := range wk.replicas {
+						wk.owned[i]++
+					}
+				}
+				continue
+			} else if code, err, ok := wk.appendKept(&c, maxTime, nowMs, v2); !ok {
+				return c, code, err, false
+			} else if lookupErr != nil {
+				// Skipped as below, once the kept series are appended.
+				c.invalid += len(samples)
+				wk.errs.add(fmt.Errorf("parsing series: %w", lookupErr))
+				continue
+			}
+			c.invalid += len(samples)
+			if v2 && !wk.errs.full() {
+				wk.errs.add(invalid)
+			}
+			continue
+		}
+		if code, err, ok := wk.appendKept(&c, maxTime, nowMs, v2); !ok {
+			return c, code, err, false
+		}
 		if err := s.Err(); err != nil {
 			// 2.0 label or metadata references that do not resolve:
 			// Prometheus skips the series and answers 400 in the end.
@@ -782,20 +849,11 @@ func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, 
 			if smp.Timestamp <= maxTime {
 				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, opts)
 			}
-			if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
-				c.Samples++
-				written = true
-				continue
+			w, code, err, ok := wk.sampleResult(&c, h, err, v2)
+			if !ok {
+				return c, code, err, false
 			}
-			if !v2 {
-				return c, v1Status(err), err, false
-			}
-			if !isSampleRejection(err) {
-				return c, http.StatusInternalServerError, err, false
-			}
-			if !wk.errs.full() {
-				wk.errs.add(fmt.Errorf("%w for series %v", err, seriesString(h.Labels())))
-			}
+			written = written || w
 		}
 		buckets := -1
 		for _, hs := range hists {
@@ -847,10 +905,157 @@ func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, 
 		// Malformed: Prometheus's Unmarshal fails and nothing is written.
 		return c, http.StatusBadRequest, err, false
 	}
+	if code, err, ok := wk.appendKept(&c, maxTime, nowMs, v2); !ok {
+		return c, code, err, false
+	}
 	if wk.errs.len() > 0 {
 		return c, http.StatusBadRequest, wk.errs.err(), true
 	}
 	return c, 0, nil, true
+}
+
+// lookupPlain looks up s, a plain series (float samples, no histograms,
+// no exemplars, no error, no per-series options or limits in force), into
+// wk.h, and validates its labels as appendSeries does. It returns the
+// lookup's error, or the validation's in invalid.
+func (wk *worker) lookupPlain(s *ingest.Series) (lookupErr, invalid error) {
+	var err error
+	if wk.h, err = wk.app.Lookup(s); err != nil {
+		// Not reached: Lookup refuses only a series with Err.
+		return err, nil
+	}
+	if !wk.h.Cached() {
+		// As in appendSeries: a cached series was validated when first
+		// appended.
+		return nil, validateLabels(wk.h.Labels())
+	}
+	return nil, nil
+}
+
+// appendPlain appends the float samples of h at once.
+func (wk *worker) appendPlain(c *requestCounts, h *ingest.Handle, samples []ingest.Sample, maxTime, nowMs int64, v2 bool) (code int, _ error, ok bool) {
+	written := false
+	for i := range samples {
+		smp := &samples[i]
+		err := errTooFarInFuture
+		if smp.Timestamp <= maxTime {
+			err = wk.app.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
+		}
+		w, code, err, ok := wk.sampleResult(c, h, err, v2)
+		if !ok {
+			return code, err, false
+		}
+		written = written || w
+	}
+	if written {
+		wk.track(h, nowMs)
+	}
+	return 0, nil, true
+}
+
+// sampleResult does with err, the result of appending a float sample of
+// h, what Prometheus's handler does: it reports whether the sample was
+// written, counting it; or adds the rejection to a 2.0 partial write; or,
+// for any error in 1.0 and one other than a rejection in 2.0, returns ok
+// false with the status and the error that end the request.
+func (wk *worker) sampleResult(c *requestCounts, h *ingest.Handle, err error, v2 bool) (written bool, code int, _ error, ok bool) {
+	if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
+		c.Samples++
+		return true, 0, nil, true
+	}
+	if !v2 {
+		return false, v1Status(err), err, false
+	}
+	if !isSampleRejection(err) {
+		return false, http.StatusInternalServerError, err, false
+	}
+	if !wk.errs.full() {
+		wk.errs.add(fmt.Errorf("%w for series %v", err, seriesString(h.Labels())))
+	}
+	return false, 0, nil, true
+}
+
+// appendKept appends the samples of the kept series (appendSeries) in the
+// order of AppendOrder, which keeps each series' samples in theirs, records
+// every append's error by sample; then, in request order, does with each
+// result what appendSeries does with a series' samples appended one after
+// the other: counts, the errors of a 2.0 partial write, the first error
+// that ends the request (any in 1.0, a 5xx in 2.0), and the tracker. ok is
+// false when the request ends, with its status and error; the kept series
+// are forgotten either way.
+func (wk *worker) appendKept(c *requestCounts, maxTime, nowMs int64, v2 bool) (code int, _ error, ok bool) {
+	if len(wk.kept) == 0 {
+		return 0, nil, true
+	}
+	defer wk.resetKept()
+	a := wk.app
+	wk.keptErrs = slices.Grow(wk.keptErrs[:0], len(wk.keptSamples))[:len(wk.keptSamples)]
+	// 1.0 ends at the first error in request order: once a sample of a
+	// series fails as sampleResult counts a failure, the series after it
+	// need not be appended (their errors are left nil, and the walk below
+	// returns before it reaches them).
+	stop := len(wk.kept)
+	for _, i := range a.AppendOrder(wk.kept) {
+		if i > stop {
+			continue
+		}
+		h := &wk.kept[i]
+		start := 0
+		if i > 0 {
+			start = wk.keptEnd[i-1]
+		}
+		for j := start; j < wk.keptEnd[i]; j++ {
+			smp := &wk.keptSamples[j]
+			err := errTooFarInFuture
+			if smp.Timestamp <= maxTime {
+				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
+			}
+			wk.keptErrs[j] = err
+			if !v2 && err != nil && !errors.Is(err, (*storage.AppendPartialError)(nil)) {
+				stop = i
+			}
+		}
+	}
+	start := 0
+	for i := range wk.kept {
+		h := &wk.kept[i]
+		written := false
+		for _, err := range wk.keptErrs[start:wk.keptEnd[i]] {
+			w, code, err, ok := wk.sampleResult(c, h, err, v2)
+			if !ok {
+				return code, err, false
+			}
+			written = written || w
+		}
+		if written {
+			wk.track(h, nowMs)
+		}
+		start = wk.keptEnd[i]
+	}
+	return 0, nil, true
+}
+
+// maxKeptRetained is the most kept series or samples whose buffers a
+// worker keeps from one request to the next, as the Decoder keeps its own
+// (ingest.MaxDecoderRetained); larger ones, which a request of that many
+// plain series grew, go to the garbage collector.
+const maxKeptRetained = ingest.MaxDecoderRetained
+
+// resetKept forgets the kept series, and the labels their handles hold.
+func (wk *worker) resetKept() {
+	wk.lastRef = 0
+	clear(wk.kept)
+	clear(wk.keptErrs)
+	wk.kept, wk.keptSamples, wk.keptEnd, wk.keptErrs = wk.kept[:0], wk.keptSamples[:0], wk.keptEnd[:0], wk.keptErrs[:0]
+	if cap(wk.kept) > maxKeptRetained {
+		wk.kept, wk.keptEnd = nil, nil
+	}
+	if cap(wk.keptSamples) > maxKeptRetained {
+		wk.keptSamples = nil
+	}
+	if cap(wk.keptErrs) > maxKeptRetained {
+		wk.keptErrs = nil
+	}
 }
 
 // activeSeries returns the tracker's count of active series, with the

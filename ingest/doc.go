@@ -1,11 +1,13 @@
 // Package ingest is the steady-state append path of a remote-write
 // receiver: a request body read into one buffer sized once ([BodyReader]),
-// a decoder that yields each series' labels as pairs aliasing that buffer
-// with their Prometheus hash computed in the same pass ([Decoder]), and an
-// appender that finds a series the TSDB already holds by that hash in a
-// ref cache kept across requests ([Cache], [Appender], [AppenderV2]), so
-// that its labels are neither hashed again, nor copied, nor looked up in
-// the head. Only a new series has its labels built, once. The same hash
+// a decoder that yields each series' labels as pairs aliasing that buffer,
+// gathered in one pass, with their Prometheus hash computed from those
+// pairs when it is first asked for ([Decoder]), and an appender that finds
+// a series the TSDB already holds in a ref cache kept across requests
+// ([Cache], [Appender], [AppenderV2]), by that hash or, when the series
+// comes right after the one it followed last time, by its pairs alone,
+// so that its labels are neither hashed again (or at all), nor copied,
+// nor looked up in the head. Only a new series has its labels built, once. The same hash
 // feeds the active-series tracker of package ingest/activeseries and, with
 // the tenant, the routing hash of a Thanos hashring ([Series.ThanosHash],
 // which package ingest/hashring's Ring takes). Everything takes and returns

@@ -213,9 +213,10 @@ func (tsdbExemplars) Rollback() {}
 // storage.AppendableV2 such as a tsdb.DB, built from ingestkit's blocks: an
 // [ingest.BodyReader] that reads and snappy-decodes each body into a pooled
 // buffer within limits, an [ingest.Decoder] that walks the protobuf in
-// place and hashes each series' labels in the same pass, an
+// place and hashes each series' labels from the pairs it gathered, an
 // [ingest.AppenderV2] that finds series the TSDB holds in an [ingest.Cache] by
-// that hash, an [iklabels.Table] that interns the strings of new series (in
+// that hash (or by the pairs alone, for a series in the order of the last
+// request), an [iklabels.Table] that interns the strings of new series (in
 // the slicelabels build), an [activeseries.Tracker] of active series, and
 // optionally a [hashring.Ring] that reports owners.
 //

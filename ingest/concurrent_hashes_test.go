@@ -10,7 +10,6 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/ingest"
 	iklabels "github.com/ingestkit/ingestkit/labels"
@@ -25,18 +24,6 @@ func ordersSets(n int) []labels.Labels {
 	return sets
 }
 
-func newOrdersHead(t *testing.T) *tsdb.Head {
-	t.Helper()
-	opts := tsdb.DefaultHeadOptions()
-	opts.ChunkDirRoot = t.TempDir()
-	head, err := tsdb.NewHead(nil, nil, nil, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { head.Close() })
-	return head
-}
-
 // TestConcurrentOrdersHashes runs appenders over one head and one cache,
 // each in an order of its own that it repeats, so that each learns its
 // guesses while the others overwrite them, one by one and in batches, with
@@ -44,7 +31,7 @@ func newOrdersHead(t *testing.T) *tsdb.Head {
 // labels, whichever entry's guess found it.
 func TestConcurrentOrdersHashes(t *testing.T) {
 	const n, writers, rounds = 400, 4, 25
-	head := newOrdersHead(t)
+	head := newTestHead(t)
 	cache := ingest.NewCache(ingest.CacheOptions{Stripes: 4})
 	sets := ordersSets(n)
 	var wg sync.WaitGroup

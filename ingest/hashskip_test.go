@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/ingest"
 	iklabels "github.com/ingestkit/ingestkit/labels"
@@ -38,18 +37,6 @@ func hashSkipSets(n int) ([]labels.Labels, []*countingBuilder) {
 	return sets, bs
 }
 
-func newHashSkipHead(t *testing.T) *tsdb.Head {
-	t.Helper()
-	opts := tsdb.DefaultHeadOptions()
-	opts.ChunkDirRoot = t.TempDir()
-	head, err := tsdb.NewHead(nil, nil, nil, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { head.Close() })
-	return head
-}
-
 // TestGuessHitSkipsHash: a series found as the guess of the one before is
 // confirmed by its labels, without a call of its Hash, and its handle still
 // has the hash of its labels; a series whose guess fails is hashed once.
@@ -58,7 +45,7 @@ func TestGuessHitSkipsHash(t *testing.T) {
 	for _, batch := range []bool{false, true} {
 		t.Run(fmt.Sprintf("batch=%v", batch), func(t *testing.T) {
 			const n = 100
-			head := newHashSkipHead(t)
+			head := newTestHead(t)
 			cache := ingest.NewCache(ingest.CacheOptions{})
 			sets, bs := hashSkipSets(n)
 			// round looks up the series in order, appends a sample to each

@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/prometheus/prometheus/tsdb"
-
 	"github.com/ingestkit/ingestkit/ingest"
 	iklabels "github.com/ingestkit/ingestkit/labels"
 )
@@ -39,13 +37,7 @@ func TestHashedBuilderScratchLookup(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts vary under the race detector (sync.Pool drops items at random)")
 	}
-	opts := tsdb.DefaultHeadOptions()
-	opts.ChunkDirRoot = t.TempDir()
-	head, err := tsdb.NewHead(nil, nil, nil, nil, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { head.Close() })
+	head := newTestHead(t)
 	var b iklabels.HashedBuilder
 	b.AddString("__name__", "up")
 	b.AddString("job", "node")

@@ -844,17 +844,9 @@ func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, 
 			continue
 		}
 
-		written := false
-		for _, smp := range samples {
-			err := errTooFarInFuture
-			if smp.Timestamp <= maxTime {
-				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, opts)
-			}
-			w, code, err, ok := wk.sampleResult(&c, h, err, v2)
-			if !ok {
-				return c, code, err, false
-			}
-			written = written || w
+		written, code, err, ok := wk.appendFloats(&c, h, samples, maxTime, opts, v2)
+		if !ok {
+			return c, code, err, false
 		}
 		buckets := -1
 		for _, hs := range hists {
@@ -935,23 +927,34 @@ func (wk *worker) lookupPlain(s *ingest.Series) (lookupErr, invalid error) {
 
 // appendPlain appends the float samples of h at once.
 func (wk *worker) appendPlain(c *requestCounts, h *ingest.Handle, samples []ingest.Sample, maxTime, nowMs int64, v2 bool) (code int, _ error, ok bool) {
-	written := false
+	written, code, err, ok := wk.appendFloats(c, h, samples, maxTime, storage.AOptions{}, v2)
+	if ok && written {
+		wk.track(h, nowMs)
+	}
+	return code, err, ok
+}
+
+// appendFloats appends the float samples of h one after the other and does
+// with each result what sampleResult does; written is whether any sample
+// was written.
+func (wk *worker) appendFloats(c *requestCounts, h *ingest.Handle, samples []ingest.Sample, maxTime int64, opts storage.AOptions, v2 bool) (written bool, code int, _ error, ok bool) {
 	for i := range samples {
-		smp := &samples[i]
-		err := errTooFarInFuture
-		if smp.Timestamp <= maxTime {
-			err = wk.app.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
-		}
-		w, code, err, ok := wk.sampleResult(c, h, err, v2)
+		w, code, err, ok := wk.sampleResult(c, h, wk.appendFloat(h, &samples[i], maxTime, opts), v2)
 		if !ok {
-			return code, err, false
+			return false, code, err, false
 		}
 		written = written || w
 	}
-	if written {
-		wk.track(h, nowMs)
+	return written, 0, nil, true
+}
+
+// appendFloat appends smp to h, or returns errTooFarInFuture for a sample
+// past maxTime, as Prometheus's handler does.
+func (wk *worker) appendFloat(h *ingest.Handle, smp *ingest.Sample, maxTime int64, opts storage.AOptions) error {
+	if smp.Timestamp > maxTime {
+		return errTooFarInFuture
 	}
-	return 0, nil, true
+	return wk.app.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, opts)
 }
 
 // sampleResult does with err, the result of appending a float sample of
@@ -1006,11 +1009,7 @@ func (wk *worker) appendKept(c *requestCounts, maxTime, nowMs int64, v2 bool) (c
 			start = wk.keptEnd[i-1]
 		}
 		for j := start; j < wk.keptEnd[i]; j++ {
-			smp := &wk.keptSamples[j]
-			err := errTooFarInFuture
-			if smp.Timestamp <= maxTime {
-				err = a.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, storage.AOptions{})
-			}
+			err := wk.appendFloat(h, &wk.keptSamples[j], maxTime, storage.AOptions{})
 			wk.keptErrs[j] = err
 			if !v2 && err != nil && !errors.Is(err, (*storage.AppendPartialError)(nil)) {
 				stop = i

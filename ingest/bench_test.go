@@ -123,6 +123,12 @@ func fragmentOrders(rng *rand.Rand, n, perTarget, meanFrag, rounds int) [][]int 
 //
 // The ingestkit impls report guess-hit/sample, the fraction of series found as
 // the guess of the series before.
+//
+// Memory is cold in every order: the head's 100k series, their labels and
+// the cache's entries take several times the last-level cache of the
+// machine BENCHMARKS.md names, so a request reads most of them from main
+// memory, and the orders differ in how well the hardware's prefetch can
+// follow them.
 func BenchmarkAppend(b *testing.B) {
 	const (
 		n         = 100_000

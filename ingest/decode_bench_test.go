@@ -25,7 +25,11 @@ var decBenchSink uint64
 // sample each, where impl=ingestkit hashes each series from the buffer and
 // reads its samples. case=captured is a real request (see rwtest) with
 // native histograms and exemplars (and 2.0 metadata), where both impls also
-// convert every histogram, exemplar and metadata.
+// convert every histogram, exemplar and metadata. series=5000/mem=cold is
+// series=5000 on cold memory: each iteration decodes the next of many copies
+// of the request (rwtest.Cold), so the body comes from main memory, as a
+// request that has just arrived does, where series=5000 decodes one body
+// that stays in the caches.
 func BenchmarkDecode(b *testing.B) {
 	for _, rw := range []int{1, 2} {
 		msg := map[int]remoteapi.WriteMessageType{1: v1Msg, 2: v2Msg}[rw]
@@ -33,30 +37,36 @@ func BenchmarkDecode(b *testing.B) {
 		captured := rwtest.Body(b, rwtest.Files(b, rw)[0]) // rw1-0005, rw2-0006
 		for _, c := range []struct {
 			name string
-			buf  []byte
+			bufs [][]byte // taken in turn; all the same request
 			full bool
 		}{
-			{"series=5000", synthetic, false},
-			{"case=captured", captured, true},
+			{"series=5000", [][]byte{synthetic}, false},
+			{"series=5000/mem=cold", rwtest.Cold(b, synthetic), false},
+			{"case=captured", [][]byte{captured}, true},
 		} {
 			b.Run(fmt.Sprintf("rw=%d/%s/impl=prometheus", rw, c.name), func(b *testing.B) {
 				b.ReportAllocs()
-				b.SetBytes(int64(len(c.buf)))
+				b.SetBytes(int64(len(c.bufs[0])))
+				i := 0
 				for b.Loop() {
+					buf := c.bufs[i%len(c.bufs)]
+					i++
 					if msg == v1Msg {
-						decBenchPrometheusV1(b, c.buf, c.full)
+						decBenchPrometheusV1(b, buf, c.full)
 					} else {
-						decBenchPrometheusV2(b, c.buf, c.full)
+						decBenchPrometheusV2(b, buf, c.full)
 					}
 				}
 			})
 			b.Run(fmt.Sprintf("rw=%d/%s/impl=ingestkit", rw, c.name), func(b *testing.B) {
 				b.ReportAllocs()
-				b.SetBytes(int64(len(c.buf)))
+				b.SetBytes(int64(len(c.bufs[0])))
 				var d Decoder
-				decBenchIngestkit(b, &d, c.buf, msg, c.full) // grow the reused buffers, outside the timing
+				decBenchIngestkit(b, &d, c.bufs[0], msg, c.full) // grow the reused buffers, outside the timing
+				i := 0
 				for b.Loop() {
-					decBenchIngestkit(b, &d, c.buf, msg, c.full)
+					decBenchIngestkit(b, &d, c.bufs[i%len(c.bufs)], msg, c.full)
+					i++
 				}
 			})
 		}

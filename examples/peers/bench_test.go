@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/ingestkit/ingestkit/internal/rwtest"
 )
 
 // benchSink keeps the compiler from dropping the benchmarks' work.
@@ -38,14 +40,21 @@ var benchSink uint64
 // On series=5000, which has float samples only, impl=ingestkit and
 // impl=ingestkit-vmwork do the same work. TestSameHashes checks what each
 // impl sinks.
+//
+// series=5000/mem=cold is series=5000 on cold memory: each iteration
+// decodes the next of many copies of the request (rwtest.Cold), so the body
+// comes from main memory, as a request that has just arrived does, where
+// series=5000 decodes one body that stays in the caches.
 func BenchmarkDecode(b *testing.B) {
 	for _, rw := range []int{1, 2} {
+		synthetic := syntheticRequest(b, rw, 5000, false)
 		cases := []struct {
 			name string
-			buf  []byte
+			bufs [][]byte // taken in turn; all the same request
 		}{
-			{"series=5000", syntheticRequest(b, rw, 5000, false)},
-			{"case=captured", capturedBody(b, capturedFiles(b, rw)[0])},
+			{"series=5000", [][]byte{synthetic}},
+			{"series=5000/mem=cold", rwtest.Cold(b, synthetic)},
+			{"case=captured", [][]byte{capturedBody(b, capturedFiles(b, rw)[0])}},
 		}
 		for _, c := range cases {
 			for _, impl := range impls {
@@ -54,17 +63,19 @@ func BenchmarkDecode(b *testing.B) {
 				}
 				b.Run(fmt.Sprintf("rw=%d/%s/impl=%s", rw, c.name, impl.name), func(b *testing.B) {
 					b.ReportAllocs()
-					b.SetBytes(int64(len(c.buf)))
+					b.SetBytes(int64(len(c.bufs[0])))
 					d := impl.new()
 					// Grow the reused buffers and pools outside the timing.
-					if _, err := d.decode(c.buf, rw, nil); err != nil {
+					if _, err := d.decode(c.bufs[0], rw, nil); err != nil {
 						b.Fatal(err)
 					}
+					i := 0
 					for b.Loop() {
-						sink, err := d.decode(c.buf, rw, nil)
+						sink, err := d.decode(c.bufs[i%len(c.bufs)], rw, nil)
 						if err != nil {
 							b.Fatal(err)
 						}
+						i++
 						benchSink += sink
 					}
 				})

@@ -140,3 +140,27 @@ func DecodeV2(tb testing.TB, path string) *writev2.Request {
 	}
 	return &req
 }
+
+// ColdBytes is the memory that [Cold] spreads a body's copies over: several
+// times the last-level cache of today's server CPUs, so that a benchmark
+// that takes the copies in turn reads each body from main memory, as a
+// receiver reads a request that has just arrived, and not from a cache that
+// the previous iteration filled.
+const ColdBytes = 256 << 20
+
+// Cold returns copies of body, each in an allocation of its own, that
+// together take at least [ColdBytes] (and at least two copies). A
+// benchmark that decodes copies[i%len(copies)] in its i-th iteration
+// measures the decoder on cold memory.
+func Cold(tb testing.TB, body []byte) [][]byte {
+	tb.Helper()
+	if len(body) == 0 {
+		tb.Fatalf("rwtest: Cold of an empty body")
+	}
+	n := max(2, (ColdBytes+len(body)-1)/len(body))
+	copies := make([][]byte, n)
+	for i := range copies {
+		copies[i] = slices.Clone(body)
+	}
+	return copies
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/ingestkit/ingestkit/internal/labelhash"
 	"github.com/ingestkit/ingestkit/internal/labelset"
 )
 
@@ -37,6 +38,7 @@ func newHead(t testing.TB) *tsdb.Head {
 type pairSeries struct {
 	set        labelset.Set
 	forcedHash uint64
+	wire       []labelhash.Pair // the pairs gathered by read
 }
 
 func newPairSeries(ls labels.Labels) *pairSeries {

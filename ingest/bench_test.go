@@ -386,7 +386,9 @@ func BenchmarkLookup(b *testing.B) {
 				first := newAppendRequest(sets, identity)
 				rr := requestReader{buf: first.buf}
 				for i := range n {
-					s := &views[0]
+					// Every view, so that each has grown its buffers
+					// before the clock starts.
+					s := &views[i%len(views)]
 					s.read(&rr)
 					h := mustHandle(a.Lookup(s))
 					if err := a.Append(&h, 0, 1000, float64(i), nil, nil, storage.AOptions{}); err != nil {

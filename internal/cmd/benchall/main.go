@@ -149,8 +149,11 @@ func run(c config, log io.Writer) error {
 	load := loadAverage()
 	var md bytes.Buffer
 	cpu := ""
-	type section struct{ pkg, cmd, table, code string }
+	type section struct{ pkg, cmd, table, code, reused string }
 	var sections []section
+	// The finish times of the tables taken from earlier runs (-reuse):
+	// the header then says when they ran, not only when this run did.
+	var reusedFirst, reusedLast time.Time
 	head, err := codeVersion()
 	if err != nil {
 		return err
@@ -160,7 +163,7 @@ func run(c config, log io.Writer) error {
 		// package may compare with Prometheus in one and with Cortex in
 		// another), and benchstat compares each row with the first column.
 		var table strings.Builder
-		var cmds, codes []string
+		var cmds, codes, reused []string
 		for i, name := range p.benchmarks {
 			args := []string{"test", "-run", "^$", "-bench", "^" + name + "$", "-benchmem", "-count", strconv.Itoa(c.count), "-timeout", c.timeout}
 			if c.benchtime != "" {
@@ -190,6 +193,17 @@ func run(c config, log io.Writer) error {
 				}
 			} else {
 				fmt.Fprintf(log, "benchall: reusing %s\n", rawFile)
+				// The raw file is written once, when its run ends.
+				if fi, err := os.Stat(rawFile); err == nil {
+					t := fi.ModTime().UTC()
+					if reusedFirst.IsZero() || t.Before(reusedFirst) {
+						reusedFirst = t
+					}
+					if t.After(reusedLast) {
+						reusedLast = t
+					}
+					reused = append(reused, name+" finished "+t.Format("2006-01-02 15:04 MST"))
+				}
 			}
 			code := "unknown (a raw file without its .code)"
 			if b, err := os.ReadFile(rawFile + ".code"); err == nil {
@@ -216,7 +230,7 @@ func run(c config, log io.Writer) error {
 			}
 			table.Write(t)
 		}
-		sections = append(sections, section{p.importPath, strings.Join(cmds, "\n"), table.String(), strings.Join(codes, ", ")})
+		sections = append(sections, section{p.importPath, strings.Join(cmds, "\n"), table.String(), strings.Join(codes, ", "), strings.Join(reused, ", ")})
 	}
 	var codes []string
 	for _, s := range sections {
@@ -235,7 +249,12 @@ func run(c config, log io.Writer) error {
 		fmt.Fprintf(&md, " -benchtime %s", c.benchtime)
 	}
 	fmt.Fprintf(&md, " -pkgs %s -modules '%s'`). Each table compares ingestkit (`impl=ingestkit`) with the code it replaces, on the same machine in the same run, as `%s -col /impl` prints it: ratios and p-values, not single timings. Each benchmark function ran in a `go test` process of its own.\n\n", c.pkgs, c.modules, "benchstat")
-	fmt.Fprintf(&md, "- Date: %s\n", start.Format("2006-01-02 15:04 MST"))
+	if reusedFirst.IsZero() {
+		fmt.Fprintf(&md, "- Date: %s\n", start.Format("2006-01-02 15:04 MST"))
+	} else {
+		fmt.Fprintf(&md, "- Date: %s; the tables reused from earlier runs (-reuse) finished between %s and %s (each table says when)\n",
+			start.Format("2006-01-02 15:04 MST"), reusedFirst.Format("15:04"), reusedLast.Format("15:04 MST"))
+	}
 	fmt.Fprintf(&md, "- Machine: %s, %d logical CPUs, %s/%s; load average at the start: %s\n", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, load)
 	fmt.Fprintf(&md, "- Code: %s\n", codeLine)
 	fmt.Fprintf(&md, "- Go: %s\n", strings.TrimSpace(goVersion))
@@ -255,11 +274,20 @@ func run(c config, log io.Writer) error {
 		}
 		fmt.Fprintf(&md, "- %s requires: %s\n", m, strings.Join(reqs, ", "))
 	}
-	fmt.Fprintf(&md, "- Duration: %s\n", time.Since(start).Round(time.Second))
+	if reusedFirst.IsZero() {
+		fmt.Fprintf(&md, "- Duration: %s\n", time.Since(start).Round(time.Second))
+	} else {
+		fmt.Fprintf(&md, "- Duration: %s, of the tables that ran in this run only\n", time.Since(start).Round(time.Second))
+	}
 	for _, s := range sections {
 		fmt.Fprintf(&md, "\n## %s\n\n```sh\n%s\n```\n\n```text\n%s```\n", s.pkg, s.cmd, s.table)
-		if perSection {
+		switch {
+		case perSection && s.reused != "":
+			fmt.Fprintf(&md, "\nRan at %s; reused from an earlier run: %s.\n", s.code, s.reused)
+		case perSection:
 			fmt.Fprintf(&md, "\nRan at %s.\n", s.code)
+		case s.reused != "":
+			fmt.Fprintf(&md, "\nReused from an earlier run: %s.\n", s.reused)
 		}
 	}
 	if err := os.WriteFile(c.out, md.Bytes(), 0o644); err != nil {

@@ -54,13 +54,7 @@ func TestConcurrentOrdersHashes(t *testing.T) {
 			for r := range rounds {
 				ts := int64(r*writers+w) * 1000
 				a := ingest.NewAppenderV2(context.Background(), head, cache, ts)
-				if w%2 == 1 {
-					a.LookupBatch(series, hs, errs)
-				} else {
-					for k := range series {
-						hs[k], errs[k] = a.Lookup(series[k])
-					}
-				}
+				lookupAll(a, w%2 == 1, series, hs, errs)
 				for k, i := range order {
 					if errs[k] != nil {
 						t.Errorf("lookup of %s: %v", sets[i], errs[k])

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/ingest"
 )
 
 // newTestHead returns an empty head with its chunks in a temporary
@@ -19,4 +21,16 @@ func newTestHead(t testing.TB) *tsdb.Head {
 	}
 	t.Cleanup(func() { head.Close() })
 	return head
+}
+
+// lookupAll resolves series into hs and errs: in one LookupBatch if batch,
+// else with a Lookup each, as a caller of either API would.
+func lookupAll(a *ingest.AppenderV2, batch bool, series []ingest.SeriesLabels, hs []ingest.Handle, errs []error) {
+	if batch {
+		a.LookupBatch(series, hs, errs)
+		return
+	}
+	for k := range series {
+		hs[k], errs[k] = a.Lookup(series[k])
+	}
 }

@@ -59,13 +59,7 @@ func TestGuessHitSkipsHash(t *testing.T) {
 				}
 				hs := make([]ingest.Handle, len(order))
 				errs := make([]error, len(order))
-				if batch {
-					a.LookupBatch(series, hs, errs)
-				} else {
-					for k := range series {
-						hs[k], errs[k] = a.Lookup(series[k])
-					}
-				}
+				lookupAll(a, batch, series, hs, errs)
 				for k, i := range order {
 					if errs[k] != nil {
 						t.Fatalf("lookup of %s: %v", sets[i], errs[k])

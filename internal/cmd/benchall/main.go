@@ -151,9 +151,7 @@ func run(c config, log io.Writer) error {
 	cpu := ""
 	type section struct{ pkg, cmd, table, code, reused string }
 	var sections []section
-	// The finish times of the tables taken from earlier runs (-reuse):
-	// the header then says when they ran, not only when this run did.
-	var reusedFirst, reusedLast time.Time
+	var reusedSpan span // of the tables taken from earlier runs (-reuse)
 	head, err := codeVersion()
 	if err != nil {
 		return err
@@ -196,12 +194,7 @@ func run(c config, log io.Writer) error {
 				// The raw file is written once, when its run ends.
 				if fi, err := os.Stat(rawFile); err == nil {
 					t := fi.ModTime().UTC()
-					if reusedFirst.IsZero() || t.Before(reusedFirst) {
-						reusedFirst = t
-					}
-					if t.After(reusedLast) {
-						reusedLast = t
-					}
+					reusedSpan.add(t)
 					reused = append(reused, name+" finished "+t.Format("2006-01-02 15:04 MST"))
 				}
 			}
@@ -249,12 +242,7 @@ func run(c config, log io.Writer) error {
 		fmt.Fprintf(&md, " -benchtime %s", c.benchtime)
 	}
 	fmt.Fprintf(&md, " -pkgs %s -modules '%s'`). Each table compares ingestkit (`impl=ingestkit`) with the code it replaces, on the same machine in the same run, as `%s -col /impl` prints it: ratios and p-values, not single timings. Each benchmark function ran in a `go test` process of its own.\n\n", c.pkgs, c.modules, "benchstat")
-	if reusedFirst.IsZero() {
-		fmt.Fprintf(&md, "- Date: %s\n", start.Format("2006-01-02 15:04 MST"))
-	} else {
-		fmt.Fprintf(&md, "- Date: %s; the tables reused from earlier runs (-reuse) finished between %s and %s (each table says when)\n",
-			start.Format("2006-01-02 15:04 MST"), reusedFirst.Format("15:04"), reusedLast.Format("15:04 MST"))
-	}
+	fmt.Fprintf(&md, "- Date: %s\n", dateLine(start, reusedSpan))
 	fmt.Fprintf(&md, "- Machine: %s, %d logical CPUs, %s/%s; load average at the start: %s\n", cpu, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, load)
 	fmt.Fprintf(&md, "- Code: %s\n", codeLine)
 	fmt.Fprintf(&md, "- Go: %s\n", strings.TrimSpace(goVersion))
@@ -274,20 +262,15 @@ func run(c config, log io.Writer) error {
 		}
 		fmt.Fprintf(&md, "- %s requires: %s\n", m, strings.Join(reqs, ", "))
 	}
-	if reusedFirst.IsZero() {
-		fmt.Fprintf(&md, "- Duration: %s\n", time.Since(start).Round(time.Second))
-	} else {
-		fmt.Fprintf(&md, "- Duration: %s, of the tables that ran in this run only\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(&md, "- Duration: %s", time.Since(start).Round(time.Second))
+	if !reusedSpan.first.IsZero() {
+		fmt.Fprintf(&md, ", of the tables that ran in this run only")
 	}
+	fmt.Fprintf(&md, "\n")
 	for _, s := range sections {
 		fmt.Fprintf(&md, "\n## %s\n\n```sh\n%s\n```\n\n```text\n%s```\n", s.pkg, s.cmd, s.table)
-		switch {
-		case perSection && s.reused != "":
-			fmt.Fprintf(&md, "\nRan at %s; reused from an earlier run: %s.\n", s.code, s.reused)
-		case perSection:
-			fmt.Fprintf(&md, "\nRan at %s.\n", s.code)
-		case s.reused != "":
-			fmt.Fprintf(&md, "\nReused from an earlier run: %s.\n", s.reused)
+		if n := sectionNote(s.code, perSection, s.reused); n != "" {
+			fmt.Fprintf(&md, "\n%s\n", n)
 		}
 	}
 	if err := os.WriteFile(c.out, md.Bytes(), 0o644); err != nil {
@@ -411,6 +394,45 @@ func codeVersion() (string, error) {
 		v += " with uncommitted changes"
 	}
 	return v, nil
+}
+
+// span is the first and last of a set of times; the zero span holds none.
+type span struct{ first, last time.Time }
+
+func (s *span) add(t time.Time) {
+	if s.first.IsZero() || t.Before(s.first) {
+		s.first = t
+	}
+	if t.After(s.last) {
+		s.last = t
+	}
+}
+
+// dateLine returns the header's Date: when this run started and, if it
+// reused tables of earlier runs, the span in which those finished, so that
+// a file with one table rerun does not read as if every table ran then.
+func dateLine(start time.Time, reused span) string {
+	d := start.Format("2006-01-02 15:04 MST")
+	if reused.first.IsZero() {
+		return d
+	}
+	return fmt.Sprintf("%s; the tables reused from earlier runs (-reuse) finished between %s and %s (each table says when)",
+		d, reused.first.Format("15:04"), reused.last.Format("15:04 MST"))
+}
+
+// sectionNote returns the line under a package's tables: the code they
+// ran at when the file mixes versions (perSection), and which were reused
+// from earlier runs and when they finished; empty if neither applies.
+func sectionNote(code string, perSection bool, reused string) string {
+	switch {
+	case perSection && reused != "":
+		return "Ran at " + code + "; reused from an earlier run: " + reused + "."
+	case perSection:
+		return "Ran at " + code + "."
+	case reused != "":
+		return "Reused from an earlier run: " + reused + "."
+	}
+	return ""
 }
 
 // codeLines returns the header's Code line for the code versions that the

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestImplBenchmarks(t *testing.T) {
@@ -194,6 +195,38 @@ func TestCodeLines(t *testing.T) {
 		header, per, err := codeLines(c.codes, c.mixed)
 		if (err != nil) != c.wantErr || per != c.wantPer || header != c.wantHeader {
 			t.Errorf("codeLines(%q, %v) = %q, %v, %v; want %q, %v, error %v", c.codes, c.mixed, header, per, err, c.wantHeader, c.wantPer, c.wantErr)
+		}
+	}
+}
+
+func TestDateLine(t *testing.T) {
+	start := time.Date(2026, 12, 1, 23, 23, 0, 0, time.UTC)
+	if got, want := dateLine(start, span{}), "2026-12-01 23:23 UTC"; got != want {
+		t.Errorf("dateLine without reused tables = %q, want %q", got, want)
+	}
+	var s span
+	for _, hm := range [][2]int{{22, 43}, {22, 22}, {23, 15}, {22, 59}} {
+		s.add(time.Date(2026, 12, 1, hm[0], hm[1], 0, 0, time.UTC))
+	}
+	want := "2026-12-01 23:23 UTC; the tables reused from earlier runs (-reuse) finished between 22:22 and 23:15 UTC (each table says when)"
+	if got := dateLine(start, s); got != want {
+		t.Errorf("dateLine with reused tables = %q, want %q", got, want)
+	}
+}
+
+func TestSectionNote(t *testing.T) {
+	for _, c := range []struct {
+		code, reused string
+		per          bool
+		want         string
+	}{
+		{"commit a", "", false, ""},
+		{"commit a", "", true, "Ran at commit a."},
+		{"commit a", "BenchmarkX finished 22:22 UTC", false, "Reused from an earlier run: BenchmarkX finished 22:22 UTC."},
+		{"commit a, commit b", "BenchmarkX finished 22:22 UTC", true, "Ran at commit a, commit b; reused from an earlier run: BenchmarkX finished 22:22 UTC."},
+	} {
+		if got := sectionNote(c.code, c.per, c.reused); got != c.want {
+			t.Errorf("sectionNote(%q, %v, %q) = %q, want %q", c.code, c.per, c.reused, got, c.want)
 		}
 	}
 }

@@ -19,10 +19,14 @@ import (
 // no more than copying their bytes in one piece. It shows beside the others
 // how much of impl=ingestkit-pairs is the copy and the hash, and how much
 // the gathering of separate pieces.
+//
+// The pairs are views of one remote-write 1.0 encoding of the series, as the
+// decoders give them: each name and value is followed in memory by the rest
+// of the request, which the hasher's word copies may read.
 func BenchmarkHash(b *testing.B) {
 	for _, tc := range []struct{ n, valueLen int }{{1, 16}, {10, 16}, {30, 16}, {10, 200}} {
 		ls := benchLabels(tc.n, tc.valueLen)
-		names, values := pairsOf(ls)
+		names, values := wirePairsOf(ls)
 		// The bytes of the names and values, the same in every labels
 		// build: ls.ByteSize() counts symbol numbers under dedupelabels,
 		// where it named both 10-label cases bytes=40.

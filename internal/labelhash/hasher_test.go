@@ -10,6 +10,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/prometheus/prometheus/model/labels"
+	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // boundaryLens are string lengths around every edge of the encodings and of
@@ -69,6 +70,18 @@ func checkSet(t *testing.T, ls labels.Labels) {
 	hp.WritePairs(ps)
 	if got := hp.Sum64(); got != want {
 		t.Fatalf("Hasher.WritePairs over %d labels = %#x, want %#x", len(ps), got, want)
+	}
+	// The same pairs as views of their remote-write encoding, as the
+	// decoders hand them over, with the rest of the buffer past each one.
+	names, values := wirePairsOf(ls)
+	wire := make([]Pair, len(names))
+	for i := range names {
+		wire[i] = Pair{names[i], values[i]}
+	}
+	hp.Reset()
+	hp.WritePairs(wire)
+	if got := hp.Sum64(); got != want {
+		t.Fatalf("Hasher.WritePairs over %d labels as views of their encoding = %#x, want %#x", len(ps), got, want)
 	}
 	var tp TenantHasher
 	tp.Reset("tenant-a")
@@ -285,5 +298,56 @@ func TestBenchLabelsSorted(t *testing.T) {
 	ls.Range(func(l labels.Label) { names = append(names, l.Name) })
 	if !slices.IsSorted(names) || len(names) != 10 {
 		t.Fatalf("benchLabels(10, 16) names = %q, want 10 sorted names", names)
+	}
+}
+
+// wirePairsOf returns the names and values of ls as views of one buffer
+// holding ls encoded as the labels of a remote-write 1.0 TimeSeries, followed
+// by a sample, so that each view's capacity runs to the buffer's end as a
+// view of a request body does.
+func wirePairsOf(ls labels.Labels) (names, values [][]byte) {
+	var buf []byte
+	type span struct{ nameAt, nameLen, valueAt, valueLen int }
+	var spans []span
+	ls.Range(func(l labels.Label) {
+		var msg []byte
+		msg = protowire.AppendTag(msg, 1, protowire.BytesType)
+		msg = protowire.AppendString(msg, l.Name)
+		msg = protowire.AppendTag(msg, 2, protowire.BytesType)
+		msg = protowire.AppendString(msg, l.Value)
+		buf = protowire.AppendTag(buf, 1, protowire.BytesType)
+		buf = protowire.AppendVarint(buf, uint64(len(msg)))
+		start := len(buf)
+		buf = append(buf, msg...)
+		valueAt := start + len(msg) - len(l.Value)
+		nameAt := valueAt - 1 - protowire.SizeVarint(uint64(len(l.Value))) - len(l.Name)
+		spans = append(spans, span{nameAt, len(l.Name), valueAt, len(l.Value)})
+	})
+	var sample []byte
+	sample = protowire.AppendTag(sample, 1, protowire.Fixed64Type)
+	sample = protowire.AppendFixed64(sample, 0x3ff0000000000000)
+	sample = protowire.AppendTag(sample, 2, protowire.VarintType)
+	sample = protowire.AppendVarint(sample, 1700000000000)
+	buf = protowire.AppendTag(buf, 2, protowire.BytesType)
+	buf = protowire.AppendBytes(buf, sample)
+	for _, sp := range spans {
+		names = append(names, buf[sp.nameAt:sp.nameAt+sp.nameLen])
+		values = append(values, buf[sp.valueAt:sp.valueAt+sp.valueLen])
+	}
+	return names, values
+}
+
+func TestWirePairsOf(t *testing.T) {
+	for _, n := range []int{1, 10, 30} {
+		ls := benchLabels(n, 200)
+		names, values := wirePairsOf(ls)
+		wantNames, wantValues := pairsOf(ls)
+		if !slices.EqualFunc(names, wantNames, bytes.Equal) || !slices.EqualFunc(values, wantValues, bytes.Equal) {
+			t.Fatalf("labels=%d: the views are not the label set's names and values", n)
+		}
+		last := values[len(values)-1]
+		if cap(last) <= len(last) {
+			t.Fatalf("labels=%d: the last value's view ends the buffer; the sample should follow it", n)
+		}
 	}
 }

@@ -54,11 +54,6 @@ func (b *bufDigest) writePairBytes(name, value []byte) {
 	b.n = put(&b.buf, n+1, value)
 }
 
-// fastPairMax is the last position at which the first case of
-// writePairsBytes may start a pair: its two length bytes, a
-// 16-byte move for the name and three for the value end within bufSize.
-const fastPairMax = bufSize - (2 + 16 + 48)
-
 // writePairsBytes is writePairBytes for each pair in turn, in one loop
 // without a call per pair for those that fit the buffer.
 //

@@ -21,6 +21,12 @@ const bufSize = 1024
 // most that a block can overrun its string.
 const slack = 48
 
+// fastPairMax is the last position at which the first case of
+// writePairsBytes and writeSepPairsBytes may start a pair: its two length
+// bytes or separators, a 16-byte move for the name and three for the value
+// end within bufSize.
+const fastPairMax = bufSize - (2 + 16 + 48)
+
 // bufDigest is an xxhash digest that buffers short writes so that a label set
 // that fits in bufSize costs one copy and one xxhash.Sum64, as in Prometheus.
 // xxhash of a stream equals xxhash of its concatenation, so where the stream
@@ -139,10 +145,32 @@ func writeSepPairBytes(b *bufDigest, name, value []byte) {
 // loop without a call per pair for those that fit the buffer. Like
 // writePairsBytes, it keeps the position in a local and masks it, and
 // copies the values of 17..48 bytes as three moves.
+//
+// Its first case is that of writePairsBytes: a decoder's pair, a name of at
+// most 16 bytes and a value of at most 48 with room past both, written with
+// one check and 16-byte moves.
 func writeSepPairsBytes(b *bufDigest, ps []Pair) {
 	n := b.n
 	for i := range ps {
 		name, value := ps[i].Name, ps[i].Value
+		if uint(len(name)) <= 16 && uint(len(value)) <= 48 && cap(name) >= 16 && cap(value) >= 48 && n <= fastPairMax {
+			n &= bufSize - 1 // n <= fastPairMax: a no-op that drops the bounds checks
+			*(*[16]byte)(b.buf[n:]) = [16]byte(name[:16])
+			n += len(name)
+			n &= bufSize - 1 // still below bufSize-48
+			b.buf[n] = sep
+			d, v := (*[48]byte)(b.buf[n+1:]), (*[48]byte)(value[:48])
+			*(*[16]byte)(d[:]) = *(*[16]byte)(v[:])
+			if len(value) > 16 {
+				*(*[16]byte)(d[16:]) = *(*[16]byte)(v[16:])
+				*(*[16]byte)(d[32:]) = *(*[16]byte)(v[32:])
+			}
+			n += 1 + len(value)
+			n &= bufSize - 1 // still below bufSize
+			b.buf[n] = sep
+			n++
+			continue
+		}
 		if len(name)+len(value)+2 > bufSize-n {
 			b.n = n
 			writeSepPair(b, name, value)

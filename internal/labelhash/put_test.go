@@ -32,10 +32,9 @@ func TestWriteReadsPastLength(t *testing.T) {
 		for _, extra := range []int{0, 1, 7, 8, 15, 16, 31, 32, 63, 64} {
 			name, value := "n"+randString(r, n), randString(r, n)
 			// The pair before is 10+fill bytes of the stream: the last
-			// three fills start the pair around 1024-66, the last
-			// position at which the stringlabels WritePairs moves a
-			// short pair in blocks (fastPairMax).
-			for _, fill := range []int{0, 1024 - 12 - 2*n - 6, 1024 - 12 - 2*n - 5, 1024 - 12 - 2*n - 4, 1024 - 66 - 11, 1024 - 66 - 10, 1024 - 66 - 9} {
+			// three fills start the pair around fastPairMax, the last
+			// position at which WritePairs moves a short pair in blocks.
+			for _, fill := range []int{0, 1024 - 12 - 2*n - 6, 1024 - 12 - 2*n - 5, 1024 - 12 - 2*n - 4, fastPairMax - 11, fastPairMax - 10, fastPairMax - 9} {
 				t.Run(fmt.Sprintf("len=%d/extra=%d/fill=%d", n, extra, fill), func(t *testing.T) {
 					pre := labels.FromStrings("__name__", strings.Repeat("f", max(0, fill)))
 					ls := labels.FromStrings("__name__", strings.Repeat("f", max(0, fill)), name, value)

@@ -79,11 +79,10 @@ func (b *bufDigest) writePairsBytes(ps []Pair) {
 			n += 1 + len(name)
 			n &= bufSize - 1 // still below bufSize-48
 			b.buf[n] = byte(len(value))
-			d, v := (*[48]byte)(b.buf[n+1:]), (*[48]byte)(value[:48])
-			*(*[16]byte)(d[:]) = *(*[16]byte)(v[:])
 			if len(value) > 16 {
-				*(*[16]byte)(d[16:]) = *(*[16]byte)(v[16:])
-				*(*[16]byte)(d[32:]) = *(*[16]byte)(v[32:])
+				put48(&b.buf, n+1, value)
+			} else {
+				*(*[16]byte)(b.buf[n+1:]) = [16]byte(value[:16])
 			}
 			n += 1 + len(value)
 			continue

@@ -159,11 +159,10 @@ func writeSepPairsBytes(b *bufDigest, ps []Pair) {
 			n += len(name)
 			n &= bufSize - 1 // still below bufSize-48
 			b.buf[n] = sep
-			d, v := (*[48]byte)(b.buf[n+1:]), (*[48]byte)(value[:48])
-			*(*[16]byte)(d[:]) = *(*[16]byte)(v[:])
 			if len(value) > 16 {
-				*(*[16]byte)(d[16:]) = *(*[16]byte)(v[16:])
-				*(*[16]byte)(d[32:]) = *(*[16]byte)(v[32:])
+				put48(&b.buf, n+1, value)
+			} else {
+				*(*[16]byte)(b.buf[n+1:]) = [16]byte(value[:16])
 			}
 			n += 1 + len(value)
 			n &= bufSize - 1 // still below bufSize

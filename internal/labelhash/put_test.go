@@ -31,10 +31,13 @@ func TestWriteReadsPastLength(t *testing.T) {
 	for _, n := range []int{0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 47, 48, 49, 63, 64, 65, 100, 254, 255} {
 		for _, extra := range []int{0, 1, 7, 8, 15, 16, 31, 32, 63, 64} {
 			name, value := "n"+randString(r, n), randString(r, n)
-			// The pair before is 10+fill bytes of the stream: the last
-			// three fills start the pair around fastPairMax, the last
-			// position at which WritePairs moves a short pair in blocks.
-			for _, fill := range []int{0, 1024 - 12 - 2*n - 6, 1024 - 12 - 2*n - 5, 1024 - 12 - 2*n - 4, fastPairMax - 11, fastPairMax - 10, fastPairMax - 9} {
+			// The last six fills start the pair at fastPairMax-1,
+			// fastPairMax and fastPairMax+1, the last position at which
+			// WritePairs moves a short pair in blocks: the pair before is
+			// fill+13 bytes of the stringlabels stream (a 4-byte length
+			// for the fill) and fill+10 of the separator stream.
+			for _, fill := range []int{0, 1024 - 12 - 2*n - 6, 1024 - 12 - 2*n - 5, 1024 - 12 - 2*n - 4,
+				fastPairMax - 14, fastPairMax - 13, fastPairMax - 12, fastPairMax - 11, fastPairMax - 10, fastPairMax - 9} {
 				t.Run(fmt.Sprintf("len=%d/extra=%d/fill=%d", n, extra, fill), func(t *testing.T) {
 					pre := labels.FromStrings("__name__", strings.Repeat("f", max(0, fill)))
 					ls := labels.FromStrings("__name__", strings.Repeat("f", max(0, fill)), name, value)

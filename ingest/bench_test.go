@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -12,7 +13,6 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/ingestkit/ingestkit/internal/bytestr"
-	"github.com/ingestkit/ingestkit/internal/labelhash"
 )
 
 // appendRequest is one request: each series' (name, value) pairs, in the
@@ -65,16 +65,68 @@ func (r *requestReader) str() []byte {
 	return s
 }
 
-// read makes s the next series of r, as the decoders of this package hand
-// a series to its Set: its pairs gathered, then added in one AddPairs.
+// read makes s the next series of r, as decodeV1 hands a series to its
+// Set: each pair pushed and filled in place (pushPair), each name's first
+// eight bytes, zero-padded, compared with the last one's as it is
+// gathered, then the pairs added in one AddSortedPairs if those keys
+// increased, else in one AddPairs, which checks the order itself.
 func (s *pairSeries) read(r *requestReader) {
 	s.set.Reset()
 	s.wire = s.wire[:0]
+	sorted, prev := true, uint64(0)
 	for range r.series() {
-		name := r.str()
-		s.wire = append(s.wire, labelhash.Pair{Name: name, Value: r.str()})
+		if off := r.off + 1; off+8 <= len(r.buf) {
+			// A shift of 64 or more gives 0, as in decodeV1.
+			key := binary.BigEndian.Uint64(r.buf[off:]) & (^uint64(0) << (8 * max(8-int(r.buf[r.off]), 0)))
+			sorted = sorted && key > prev
+			prev = key
+		} else {
+			sorted = false
+		}
+		s.wire = pushPair(s.wire)
+		q := &s.wire[len(s.wire)-1]
+		q.Name = r.str()
+		q.Value = r.str()
 	}
-	s.set.AddPairs(s.wire)
+	if sorted {
+		s.set.AddSortedPairs(s.wire)
+	} else {
+		s.set.AddPairs(s.wire)
+	}
+}
+
+// TestRequestRead checks that the benchmarks' reader yields each series of
+// a request, on both of its ways to hand the pairs over: names that differ
+// in their first eight bytes (AddSortedPairs), and names that do not, or
+// are shorter, or the series at the buffer's end (AddPairs).
+func TestRequestRead(t *testing.T) {
+	sets := append(seriesSet(300),
+		labels.FromStrings("label_name_a", "1", "label_name_b", "2"),
+		labels.FromStrings("a", "x", "b", "y", "c", ""),
+		labels.FromStrings("__name__", "up"),
+	)
+	idx := make([]int, len(sets))
+	for i := range idx {
+		idx[len(idx)-1-i] = i // the short series last, near the buffer's end
+	}
+	req := newAppendRequest(sets, idx)
+	rr := requestReader{buf: req.buf}
+	s := &pairSeries{}
+	for _, j := range idx {
+		s.read(&rr)
+		if got := s.Labels(); !labels.Equal(got, sets[j]) {
+			t.Fatalf("series %d: read %s, want %s", j, got, sets[j])
+		}
+		if got, want := s.Hash(), sets[j].Hash(); got != want {
+			t.Fatalf("series %d (%s): hash %x, want %x", j, sets[j], got, want)
+		}
+		if !s.Equal(sets[j]) {
+			t.Fatalf("series %d (%s): not Equal to its labels", j, sets[j])
+		}
+	}
+	if rr.off != len(req.buf) {
+		t.Fatalf("read %d of %d bytes", rr.off, len(req.buf))
+	}
 }
 
 // fragmentOrders returns rounds orders of n series that belong to targets

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -75,14 +74,8 @@ func (s *pairSeries) read(r *requestReader) {
 	s.wire = s.wire[:0]
 	sorted, prev := true, uint64(0)
 	for range r.series() {
-		if off := r.off + 1; off+8 <= len(r.buf) {
-			// A shift of 64 or more gives 0, as in decodeV1.
-			key := binary.BigEndian.Uint64(r.buf[off:]) & (^uint64(0) << (8 * max(8-int(r.buf[r.off]), 0)))
-			sorted = sorted && key > prev
-			prev = key
-		} else {
-			sorted = false
-		}
+		off := r.off + 1
+		sorted, prev = keyOrder(sorted, prev, r.buf[off:min(len(r.buf), off+8)], int(r.buf[r.off]))
 		s.wire = pushPair(s.wire)
 		q := &s.wire[len(s.wire)-1]
 		q.Name = r.str()

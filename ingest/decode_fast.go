@@ -313,6 +313,28 @@ func fastPairs(out []labelhash.Pair, v []byte, syms [][]byte) ([]labelhash.Pair,
 	return out, true
 }
 
+// nameKey returns the first eight bytes of b, which starts with a name of
+// n bytes, zero-padded past the name, as a big-endian number: keys order
+// as the names' first eight bytes do, so a key above the last one's shows
+// a name that sorts after it. A shift of 64 or more gives 0: an empty name
+// has key 0, which sorts after nothing.
+func nameKey(b []byte, n int) uint64 {
+	return binary.BigEndian.Uint64(b[:8]) & (^uint64(0) << (8 * max(8-n, 0)))
+}
+
+// keyOrder is the order check that decodeV1 makes as it gathers names:
+// given whether the names so far increased (sorted) and the last one's
+// key, it returns the same for one more name of n bytes, whose bytes and
+// those after it are b, of which it reads eight. A name with fewer than
+// eight bytes left from its start cannot be keyed, and ends the check.
+func keyOrder(sorted bool, prev uint64, b []byte, n int) (bool, uint64) {
+	if len(b) < 8 {
+		return false, prev
+	}
+	key := nameKey(b, n)
+	return sorted && key > prev, key
+}
+
 // pushPair returns ps one pair longer, for the caller to fill in place: a
 // Pair built apart and appended is written to the stack in words and read
 // back in wider moves, which stalls the processor's store-to-load

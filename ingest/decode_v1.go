@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"encoding/binary"
 	"math"
 
 	"github.com/prometheus/prometheus/prompb"
@@ -64,15 +63,7 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 				end := 2 + int(b[1]) // of the label message
 				ne := 4 + int(b[3])  // of the name
 				if ne+1 < end && end <= len(b) && b[ne] == tagLabelValue && b[ne+1] < 0x80 && ne+2+int(b[ne+1]) == end {
-					if len(b) >= 12 {
-						// A shift of 64 or more gives 0: an empty name
-						// has key 0, which sorts after nothing.
-						key := binary.BigEndian.Uint64(b[4:12]) & (^uint64(0) << (8 * max(12-ne, 0)))
-						sorted = sorted && key > prev
-						prev = key
-					} else {
-						sorted = false
-					}
+					sorted, prev = keyOrder(sorted, prev, b[4:min(len(b), 12)], ne-4)
 					s.wire = pushPair(s.wire)
 					q := &s.wire[len(s.wire)-1]
 					q.Name, q.Value = b[4:ne], b[ne+2:end]

@@ -89,18 +89,19 @@ func (s *pairSeries) read(r *requestReader) {
 }
 
 // TestRequestRead checks that the benchmarks' reader yields each series of
-// a request, on both of its ways to hand the pairs over: names that differ
-// in their first eight bytes (AddSortedPairs), and names that do not, or
-// are shorter, or the series at the buffer's end (AddPairs).
+// a request, on both of its ways to hand the pairs over: names whose
+// first eight bytes, zero-padded, increase (AddSortedPairs: the typical
+// series, and names shorter than eight bytes), and names that tie in them
+// or start less than eight bytes before the buffer's end (AddPairs).
 func TestRequestRead(t *testing.T) {
 	sets := append(seriesSet(300),
-		labels.FromStrings("label_name_a", "1", "label_name_b", "2"),
-		labels.FromStrings("a", "x", "b", "y", "c", ""),
-		labels.FromStrings("__name__", "up"),
+		labels.FromStrings("label_name_a", "1", "label_name_b", "2"), // a tie
+		labels.FromStrings("a", "x", "b", "y", "c", ""),              // short names
+		labels.FromStrings("__name__", "up", "a", ""),                // "a" at the buffer's end
 	)
 	idx := make([]int, len(sets))
 	for i := range idx {
-		idx[len(idx)-1-i] = i // the short series last, near the buffer's end
+		idx[i] = i
 	}
 	req := newAppendRequest(sets, idx)
 	rr := requestReader{buf: req.buf}

@@ -20,6 +20,8 @@ import (
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ingestkit/ingestkit/internal/headerfile"
 )
 
 // captureConfig holds the -capture-* flags.
@@ -247,13 +249,7 @@ func (c *capturer) writeLoop() {
 // temporary file renamed into place, so that a body file, which is what a
 // replay lists, is complete and has its headers beside it.
 func writeCaptured(dir string, headers []string, r capturedRequest) error {
-	var h bytes.Buffer
-	for _, name := range headers {
-		for _, v := range r.header.Values(name) {
-			fmt.Fprintf(&h, "%s: %s\n", http.CanonicalHeaderKey(name), v)
-		}
-	}
-	if err := writeFileAtomic(filepath.Join(dir, r.name+".headers"), h.Bytes()); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, r.name+".headers"), headerfile.Format(r.header, headers)); err != nil {
 		return err
 	}
 	return writeFileAtomic(filepath.Join(dir, r.name+".snappy"), r.body)
@@ -313,7 +309,7 @@ func readCaptureDir(dir string) ([]capturedRequest, error) {
 		if err != nil {
 			return nil, err
 		}
-		h, err := parseHeaders(text)
+		h, err := headerfile.Parse(text)
 		if err != nil {
 			return nil, fmt.Errorf("%s.headers: %w", name, err)
 		}
@@ -326,28 +322,6 @@ func readCaptureDir(dir string) ([]capturedRequest, error) {
 		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.version, b.version))
 	})
 	return out, nil
-}
-
-// errHeaderLine is returned for a line of a .headers file that is not
-// "Name: value".
-var errHeaderLine = errors.New("receiver: not a \"Name: value\" header line")
-
-// parseHeaders parses a .headers file: "Name: value" lines, blank lines
-// ignored.
-func parseHeaders(text []byte) (http.Header, error) {
-	h := http.Header{}
-	for i, line := range strings.Split(string(text), "\n") {
-		line = strings.TrimRight(line, "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			return nil, fmt.Errorf("line %d: %w: %q", i+1, errHeaderLine, line)
-		}
-		h.Add(strings.TrimSpace(name), strings.TrimSpace(value))
-	}
-	return h, nil
 }
 
 // Describe and Collect make the capturer a prometheus.Collector of its

@@ -23,6 +23,8 @@ import (
 	"github.com/golang/snappy"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+
+	"github.com/ingestkit/ingestkit/internal/headerfile"
 )
 
 // Dir returns the absolute path of the repository's testdata/remote-write
@@ -83,17 +85,9 @@ func Raw(tb testing.TB, path string) (body []byte, header http.Header) {
 	if err != nil {
 		tb.Fatalf("rwtest: reading the headers: %v", err)
 	}
-	header = make(http.Header)
-	for i, line := range strings.Split(string(text), "\n") {
-		line = strings.TrimRight(line, "\r")
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok || strings.TrimSpace(name) == "" {
-			tb.Fatalf("rwtest: %s:%d: %q is not a \"Name: value\" header line", hpath, i+1, line)
-		}
-		header.Add(strings.TrimSpace(name), strings.TrimSpace(value))
+	header, err = headerfile.Parse(text)
+	if err != nil {
+		tb.Fatalf("rwtest: %s: %v", hpath, err)
 	}
 	return body, header
 }

@@ -164,22 +164,14 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 		defer func() { err = errors.Join(err, os.RemoveAll(tmp)) }() // after the TSDBs are closed
 		dirK, dirP = filepath.Join(tmp, "ingestkit"), filepath.Join(tmp, "prometheus")
 	}
-	ringExemplars, tsdbExemplars, err := tenantExemplars(c)
+	// The TSDBs have Prometheus's defaults on both sides, whatever the
+	// -tsdb.* flags say, so that the two sides compare.
+	topts, err := tenantOptionsOf(c, nil)
 	if err != nil {
 		return err
 	}
-	ring, err := newRing(c)
-	if err != nil {
-		return err
-	}
-	ro := receiverOptions(c, ring, nil, nil)
-	ro.BodyReader = newBodyReader(ro)
-	tt, err := newTenants(tenantOptions{
-		Dir: dirK, Header: c.tenantHeader, Default: c.tenant,
-		Receiver:     ro,
-		MaxExemplars: tsdbExemplars, MetadataWAL: c.metadataWAL, RingExemplars: ringExemplars,
-		MaxTenants: c.maxTenants,
-	})
+	topts.Dir = dirK
+	tt, err := newTenants(topts)
 	if err != nil {
 		return err
 	}
@@ -242,7 +234,7 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 			return err
 		}
 		var exK storage.ExemplarQueryable = tn.db
-		if ringExemplars > 0 {
+		if topts.RingExemplars > 0 {
 			exK = tn.r.exemplars.(RingExemplars).Ring
 		}
 		var tk, tp phaseResult
@@ -279,7 +271,7 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 		return fmt.Errorf("the two TSDBs of %d tenants differ: %v", len(differ), differ)
 	}
 	where := "the TSDBs' exemplar storage"
-	if ringExemplars > 0 {
+	if topts.RingExemplars > 0 {
 		where = "ingestkit's exemplars.Ring of each tenant"
 	}
 	fmt.Fprintf(out, "\nFor each of the %d tenants, both TSDBs hold the same series, samples and exemplars (the receiver's in %s); in all %d series, %d samples and %d exemplars.\n",
@@ -289,7 +281,7 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 			fmt.Fprintln(out, l)
 		}
 	}
-	if ring != nil {
+	if ring := topts.Receiver.Ring; ring != nil {
 		owned := map[string]int64{}
 		tt.each(func(tn *tenant) {
 			for a, n := range tn.r.Stats().Owned {

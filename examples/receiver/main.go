@@ -295,11 +295,8 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	defer cancel() // stops purgeLoop whichever way serve returns
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	ringExemplars, tsdbExemplars, err := tenantExemplars(c)
-	if err != nil {
-		return err
-	}
-	ring, err := newRing(c)
+	logger := stderrLogger()
+	topts, err := tenantOptionsOf(c, logger)
 	if err != nil {
 		return err
 	}
@@ -322,17 +319,8 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		}
 		defer func() { err = errors.Join(err, os.RemoveAll(dir)) }() // after tt.close
 	}
-	logger := stderrLogger()
-	// One body reader for every tenant: -max-inflight-bytes bounds the
-	// process.
-	ro := receiverOptions(c, ring, nil, logger)
-	ro.BodyReader = newBodyReader(ro)
-	tt, err := newTenants(tenantOptions{
-		Dir: dir, Header: c.tenantHeader, Default: c.tenant,
-		Receiver: ro, TSDB: c.tsdb,
-		MaxExemplars: tsdbExemplars, MetadataWAL: c.metadataWAL, RingExemplars: ringExemplars,
-		MaxTenants: c.maxTenants, Registerer: reg, Logger: logger,
-	})
+	topts.Dir, topts.TSDB, topts.Registerer = dir, c.tsdb, reg
+	tt, err := newTenants(topts)
 	if err != nil {
 		return err
 	}
@@ -342,7 +330,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	}
 	var h http.Handler = newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg)
 	if c.capture.dir != "" {
-		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(ro.MaxBodySize, ingest.DefaultMaxBodySize), c.tenantHeader, logger)
+		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(topts.Receiver.MaxBodySize, ingest.DefaultMaxBodySize), c.tenantHeader, logger)
 		if err != nil {
 			return err
 		}

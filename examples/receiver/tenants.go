@@ -585,6 +585,30 @@ func tenantExemplars(c config) (ring, tsdb int64, _ error) {
 	}
 }
 
+// tenantOptionsOf returns the tenant options that c's flags ask for, with
+// no Dir yet: c's ring and exemplar store, and each tenant's receiver
+// options with one body reader for every tenant, so that
+// -max-inflight-bytes bounds the process. serve and the multi-tenant demo
+// both start from it; logger may be nil (no logs).
+func tenantOptionsOf(c config, logger *slog.Logger) (tenantOptions, error) {
+	ringExemplars, tsdbExemplars, err := tenantExemplars(c)
+	if err != nil {
+		return tenantOptions{}, err
+	}
+	ring, err := newRing(c)
+	if err != nil {
+		return tenantOptions{}, err
+	}
+	ro := receiverOptions(c, ring, nil, logger)
+	ro.BodyReader = newBodyReader(ro)
+	return tenantOptions{
+		Header: c.tenantHeader, Default: c.tenant,
+		Receiver:     ro,
+		MaxExemplars: tsdbExemplars, MetadataWAL: c.metadataWAL, RingExemplars: ringExemplars,
+		MaxTenants: c.maxTenants, Logger: logger,
+	}, nil
+}
+
 // tenantIdleLoop closes the tenants idle for idle, every every.
 func tenantIdleLoop(ctx context.Context, tt *tenants, every, idle time.Duration, logger *slog.Logger) {
 	tick(ctx, every, func(now time.Time) {

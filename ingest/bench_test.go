@@ -166,7 +166,11 @@ func fragmentOrders(rng *rand.Rand, n, perTarget, meanFrag, rounds int) [][]int 
 //     whole request kept, then appended in AppendOrder's order (by ref);
 //   - impl=oracle: the floor, a perfect cache that costs nothing: the refs
 //     and the built labels of every series are known before the clock
-//     starts, and the request is Append(ref, ls) alone, on the same head.
+//     starts, and the request is Append(ref, ls) alone, on the same head;
+//   - impl=oracle-read: the oracle, with each series also read from the
+//     request as the ingestkit impls read it (pairs gathered and hashed,
+//     as decodeV1 hands them over): the floor of any cache that must read
+//     the request before it knows the series.
 //
 // The orders:
 //   - series=100000/impl=...: every request lists the series in the same
@@ -213,7 +217,7 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	for _, order := range []string{"same", "shuffled", "fragments"} {
 		reqs := orders[order]
-		for _, impl := range []string{"prometheus", "getref", "ingestkit", "ingestkit-batch", "ingestkit-sorted", "oracle"} {
+		for _, impl := range []string{"prometheus", "getref", "ingestkit", "ingestkit-batch", "ingestkit-sorted", "oracle", "oracle-read"} {
 			// The case keeps its name: series=100000/impl=...
 			name := fmt.Sprintf("series=%d/impl=%s", n, impl)
 			if order != "same" {
@@ -349,8 +353,9 @@ func BenchmarkAppend(b *testing.B) {
 						if err := a.Commit(); err != nil {
 							b.Fatal(err)
 						}
-					case "oracle":
+					case "oracle", "oracle-read":
 						app := head.AppenderV2(context.Background())
+						rr := requestReader{buf: req.buf}
 						if refs == nil { // the first request creates the series
 							for i, j := range req.idx {
 								if _, err := app.Append(0, sets[j], 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
@@ -364,6 +369,13 @@ func BenchmarkAppend(b *testing.B) {
 							}
 						} else {
 							for i, j := range req.idx {
+								if impl == "oracle-read" {
+									// What any cache must do on top of
+									// the oracle: read the series from
+									// the request as a decoder hands it
+									// over, hash included.
+									s.read(&rr)
+								}
 								if _, err := app.Append(refs[j], sets[j], 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
 									b.Fatal(err)
 								}

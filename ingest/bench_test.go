@@ -64,11 +64,12 @@ func (r *requestReader) str() []byte {
 	return s
 }
 
-// read makes s the next series of r, as decodeV1 hands a series to its
-// Set: each pair pushed and filled in place (pushPair), each name's first
-// eight bytes, zero-padded, compared with the last one's as it is
-// gathered, then the pairs added in one AddSortedPairs if those keys
-// increased, else in one AddPairs, which checks the order itself.
+// read makes s the next series of r, as decodeV1 reads a series: each
+// pair pushed and filled in place (pushPair), each name's first eight
+// bytes, zero-padded, compared with the last one's as it is gathered; the
+// pairs are then pending, as Series's are, and added to the Set by the
+// first method that needs them (labelSet), in one AddSortedPairs if those
+// keys increased, else in one AddPairs, which checks the order itself.
 func (s *pairSeries) read(r *requestReader) {
 	s.set.Reset()
 	s.wire = s.wire[:0]
@@ -81,11 +82,7 @@ func (s *pairSeries) read(r *requestReader) {
 		q.Name = r.str()
 		q.Value = r.str()
 	}
-	if sorted {
-		s.set.AddSortedPairs(s.wire)
-	} else {
-		s.set.AddPairs(s.wire)
-	}
+	s.pending, s.sorted = true, sorted
 }
 
 // TestRequestRead checks that the benchmarks' reader yields each series of
@@ -375,6 +372,7 @@ func BenchmarkAppend(b *testing.B) {
 									// the request as a decoder hands it
 									// over, hash included.
 									s.read(&rr)
+									s.labelSet()
 								}
 								if _, err := app.Append(refs[j], sets[j], 0, ts, float64(i), nil, nil, storage.AOptions{}); err != nil {
 									b.Fatal(err)

@@ -312,7 +312,8 @@ type Series struct {
 	// gathers them and the first accessor that needs the labels or their
 	// hash adds them (labelSet), so a caller that skips a series, as
 	// impl=ingestkit-vmwork of BenchmarkDecode in examples/peers skips
-	// those of exemplars only, does not pay for hashing it.
+	// those of exemplars only, does not pay for hashing it. Equal leaves
+	// sorted pairs pending (Set.EqualSortedPairs).
 	pending bool
 	// sorted is set when decodeV1 saw the names of wire increase
 	// strictly, for labelSet to add them without the set's order check.
@@ -530,8 +531,24 @@ func (s *Series) ThanosHash() uint64 {
 // anything. It is false for every ls if the series has an error
 // ([Series.Err]), even for the pairs decoded before the bad reference.
 //
+// Called before the other accessors of the labels, as a cache lookup that
+// confirms its guess by the labels and takes the hash from the cache calls
+// it, Equal compares the pairs without adding them to the series' label
+// set, which only those accessors read: a guess that holds costs the
+// comparison alone (BenchmarkReceive in examples/receiver, typical-500).
+//
 // Equal makes no allocation, as [Series.Hash].
-func (s *Series) Equal(ls labels.Labels) bool { return s.err == nil && s.labelSet().Equal(ls) }
+func (s *Series) Equal(ls labels.Labels) bool {
+	if s.err != nil {
+		return false
+	}
+	if s.pending && s.sorted {
+		// The pairs stay pending: labelSet adds them to the Set when an
+		// accessor needs them, as a lookup whose guess held never does.
+		return s.set.EqualSortedPairs(s.wire, ls)
+	}
+	return s.labelSet().Equal(ls)
+}
 
 // Labels builds the series' labels, sorted by name, as Prometheus's ToLabels
 // does. It is the only call that copies label bytes: once, or through the

@@ -171,7 +171,57 @@ func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMess
 		}
 		out = append(out, ds)
 	}
+	if d.Err() == nil {
+		decCheckEqualPending(tb, buf, msg, out)
+	}
 	return out, d.Err()
+}
+
+// decCheckEqualPending decodes buf again and checks Series.Equal before
+// any other accessor adds the series' pairs to its Set (the path of a
+// lookup that confirms a cache guess): against the series' own labels, as
+// decDecodeAll built them into got, those of the series before it and its
+// labels with a byte more in the last value. The hashes, computed after,
+// must be those decDecodeAll saw.
+func decCheckEqualPending(tb testing.TB, buf []byte, msg remoteapi.WriteMessageType, got []decSeries) {
+	tb.Helper()
+	var d Decoder
+	_ = d.Reset(buf, msg)
+	for i := 0; d.Next(); i++ {
+		s := d.Series()
+		if got[i].bad {
+			continue
+		}
+		ls := got[i].lset
+		if !s.Equal(ls) {
+			tb.Fatalf("series %d: Series.Equal(%s) as the first accessor = false, want true", i, ls)
+		}
+		if i > 0 && !got[i-1].bad {
+			prev := got[i-1].lset
+			if eq, want := s.Equal(prev), labels.Equal(ls, prev); eq != want {
+				tb.Fatalf("series %d %s: Series.Equal(%s) before the labels were built = %v, want %v", i, ls, prev, eq, want)
+			}
+		}
+		if n := ls.Len(); n > 0 {
+			b := labels.NewScratchBuilder(n)
+			k := 0
+			ls.Range(func(l labels.Label) {
+				if k++; k == n {
+					l.Value += "x"
+				}
+				b.Add(l.Name, l.Value)
+			})
+			if longer := b.Labels(); s.Equal(longer) {
+				tb.Fatalf("series %d: Series.Equal(%s) of %s before the labels were built = true", i, longer, ls)
+			}
+		}
+		if h := s.Hash(); h != got[i].hash {
+			tb.Fatalf("series %d %s: Hash() after Equal = %#x, want %#x", i, ls, h, got[i].hash)
+		}
+		if l := s.Labels(); !labels.Equal(l, ls) {
+			tb.Fatalf("series %d: Labels() after Equal = %s, want %s", i, l, ls)
+		}
+	}
 }
 
 // decCheckMatchesNothing fails tb unless s, a series with an error,

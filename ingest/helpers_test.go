@@ -39,6 +39,9 @@ type pairSeries struct {
 	set        labelset.Set
 	forcedHash uint64
 	wire       []labelhash.Pair // the pairs gathered by read
+	// pending and sorted are Series's: wire holds pairs gathered by read
+	// and not yet added to set, whose names increased if sorted.
+	pending, sorted bool
 }
 
 func newPairSeries(ls labels.Labels) *pairSeries {
@@ -47,15 +50,36 @@ func newPairSeries(ls labels.Labels) *pairSeries {
 	return s
 }
 
+// labelSet is Series.labelSet: set, with the pairs read gathered added.
+func (s *pairSeries) labelSet() *labelset.Set {
+	if s.pending {
+		s.pending = false
+		if s.sorted {
+			s.set.AddSortedPairs(s.wire)
+		} else {
+			s.set.AddPairs(s.wire)
+		}
+	}
+	return &s.set
+}
+
 func (s *pairSeries) Hash() uint64 {
 	if s.forcedHash != 0 {
 		return s.forcedHash
 	}
-	return s.set.Hash()
+	return s.labelSet().Hash()
 }
-func (s *pairSeries) Equal(ls labels.Labels) bool  { return s.set.Equal(ls) }
-func (s *pairSeries) Labels() labels.Labels        { return s.set.Labels() }
-func (s *pairSeries) ScratchLabels() labels.Labels { return s.set.Scratch() }
+
+// Equal is Series.Equal: pairs pending and sorted are compared without
+// being added.
+func (s *pairSeries) Equal(ls labels.Labels) bool {
+	if s.pending && s.sorted {
+		return s.set.EqualSortedPairs(s.wire, ls)
+	}
+	return s.labelSet().Equal(ls)
+}
+func (s *pairSeries) Labels() labels.Labels        { return s.labelSet().Labels() }
+func (s *pairSeries) ScratchLabels() labels.Labels { return s.labelSet().Scratch() }
 
 // plainSeries implements only SeriesLabels, without scratch labels.
 type plainSeries struct{ ls labels.Labels }

@@ -3,10 +3,13 @@ package labelset
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/ingestkit/ingestkit/internal/labelhash"
 )
 
 // rangeEqual is Equal's walk over ls, the reference that the stringlabels
@@ -31,12 +34,34 @@ func equalCase(t testing.TB, s *Set, pairs [][2]string, ls labels.Labels) {
 	for _, p := range pairs {
 		s.Add([]byte(p[0]), []byte(p[1]))
 	}
-	if got, want := s.Equal(ls), rangeEqual(pairs, ls); got != want {
+	want := rangeEqual(pairs, ls)
+	if got := s.Equal(ls); got != want {
 		t.Fatalf("Equal(%q, %s) = %v, want %v", pairs, ls, got, want)
+	}
+	if strictlyIncreasing(pairs) {
+		ps := make([]labelhash.Pair, len(pairs))
+		for i, p := range pairs {
+			ps[i] = labelhash.Pair{Name: []byte(p[0]), Value: []byte(p[1])}
+		}
+		var fresh Set
+		if got := fresh.EqualSortedPairs(ps, ls); got != want {
+			t.Fatalf("EqualSortedPairs(%q, %s) = %v, want %v", pairs, ls, got, want)
+		}
 	}
 	if built := s.Labels(); !s.Equal(built) {
 		t.Fatalf("Equal(%q, its own Labels() %s) = false", pairs, built)
 	}
+}
+
+// strictlyIncreasing reports whether the names of pairs increase strictly,
+// as EqualSortedPairs requires.
+func strictlyIncreasing(pairs [][2]string) bool {
+	for i := 1; i < len(pairs); i++ {
+		if pairs[i][0] <= pairs[i-1][0] {
+			return false
+		}
+	}
+	return true
 }
 
 func TestEqual(t *testing.T) {
@@ -134,5 +159,134 @@ func TestEqualAllocs(t *testing.T) {
 		}
 	}); got != 0 {
 		t.Fatalf("Equal: AllocsPerRun = %v, want 0", got)
+	}
+}
+
+// TestEqualSortedPairs checks EqualSortedPairs against AddSortedPairs and
+// Equal: the same answer for label sets equal to the pairs or differing
+// from them in a byte, a value's length or a label (past the hasher's
+// buffer too), called once or twice before the pairs are added; and once
+// AddSortedPairs adds them, the same hashes and labels as a Set that
+// AddSortedPairs alone was given.
+func TestEqualSortedPairs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(17, 19))
+	str := func(max int) string {
+		b := make([]byte, rng.IntN(max+1))
+		for i := range b {
+			b[i] = "ab\xff\x00"[rng.IntN(4)]
+		}
+		return string(b)
+	}
+	var s, ref Set
+	for i := range 20000 {
+		n := rng.IntN(7)
+		var buf []byte
+		pairs := make([][2]string, n)
+		for j := range pairs {
+			pairs[j] = [2]string{fmt.Sprintf("l%02d%s", j, str(12)), str(30)}
+			if i%40 == 0 {
+				pairs[j][1] = str(600) // past the hasher's 1 KiB buffer
+			}
+			buf = append(append(buf, pairs[j][0]...), pairs[j][1]...)
+		}
+		buf = append(buf, "room past the last value"...)
+		ps := make([]labelhash.Pair, n)
+		off := 0
+		for j, p := range pairs {
+			k := off + len(p[0])
+			ps[j] = labelhash.Pair{Name: buf[off:k], Value: buf[k : k+len(p[1])]}
+			off = k + len(p[1])
+		}
+		other := slices.Clone(pairs)
+		switch k := rng.IntN(max(n, 1)); {
+		case n == 0 || i%5 == 0:
+			other = append(other, [2]string{"zz", "x"})
+		case i%5 == 1:
+			other[k][1] += "a"
+		case i%5 == 2 && len(other[k][1]) > 0:
+			b := []byte(other[k][1])
+			b[rng.IntN(len(b))] ^= 0x10
+			other[k][1] = string(b)
+		case i%5 == 3:
+			other = other[:n-1]
+		}
+		build := func(pairs [][2]string) labels.Labels {
+			b := labels.NewScratchBuilder(len(pairs))
+			for _, p := range pairs {
+				b.Add(p[0], p[1])
+			}
+			return b.Labels()
+		}
+		same, diff := build(pairs), build(other)
+		tenant := ""
+		if i%2 == 1 {
+			tenant = "tenant-" + str(4)
+			s.ResetTenant(tenant)
+			ref.ResetTenant(tenant)
+		} else {
+			s.Reset()
+			ref.Reset()
+		}
+		ref.AddSortedPairs(ps)
+		for _, ls := range []labels.Labels{same, diff}[:1+i%2] {
+			if got, want := s.EqualSortedPairs(ps, ls), ref.Equal(ls); got != want {
+				t.Fatalf("EqualSortedPairs(%q, %s) = %v, want %v", pairs, ls, got, want)
+			}
+		}
+		if got, want := s.EqualSortedPairs(ps, diff), ref.Equal(diff); got != want {
+			t.Fatalf("EqualSortedPairs(%q, %s) again = %v, want %v", pairs, diff, got, want)
+		}
+		s.AddSortedPairs(ps)
+		if got, want := s.Hash(), ref.Hash(); got != want {
+			t.Fatalf("%q: Hash() = %#x, want %#x", pairs, got, want)
+		}
+		if tenant != "" {
+			if got, want := s.TenantHash(), ref.TenantHash(); got != want {
+				t.Fatalf("%q: TenantHash() = %#x, want %#x", pairs, got, want)
+			}
+			if got, want := s.ArrivalTenantHash(), ref.ArrivalTenantHash(); got != want {
+				t.Fatalf("%q: ArrivalTenantHash() = %#x, want %#x", pairs, got, want)
+			}
+		}
+		if got := s.Labels(); !labels.Equal(got, same) {
+			t.Fatalf("Labels() = %s, want %s", got, same)
+		}
+		if !s.Equal(same) {
+			t.Fatalf("Equal(%s) after AddSortedPairs = false", same)
+		}
+	}
+}
+
+// TestEqualSortedPairsHeld checks that on a Set that holds pairs already,
+// EqualSortedPairs adds the pairs and compares them, as AddSortedPairs and
+// Equal do.
+func TestEqualSortedPairsHeld(t *testing.T) {
+	var s Set
+	s.AddString("a", "1")
+	ps := []labelhash.Pair{{Name: []byte("b"), Value: []byte("2")}}
+	if !s.EqualSortedPairs(ps, labels.FromStrings("a", "1", "b", "2")) {
+		t.Fatal("EqualSortedPairs on a Set holding a=1 = false, want true")
+	}
+	if got, want := s.Hash(), labels.FromStrings("a", "1", "b", "2").Hash(); got != want {
+		t.Fatalf("Hash() = %#x, want %#x", got, want)
+	}
+}
+
+func TestEqualSortedPairsAllocs(t *testing.T) {
+	ls := labels.FromStrings("__name__", "up", "instance", "10.0.0.1:9100", "job", "api")
+	ps := []labelhash.Pair{
+		{Name: []byte("__name__"), Value: []byte("up")},
+		{Name: []byte("instance"), Value: []byte("10.0.0.1:9100")},
+		{Name: []byte("job"), Value: []byte("api")},
+	}
+	var s Set
+	s.EqualSortedPairs(ps, ls) // the purego build grows its buffer once
+	if got := testing.AllocsPerRun(100, func() {
+		s.Reset()
+		if !s.EqualSortedPairs(ps, ls) {
+			t.Fatal("not equal")
+		}
+	}); got != 0 {
+		t.Fatalf("EqualSortedPairs: AllocsPerRun = %v, want 0", got)
 	}
 }

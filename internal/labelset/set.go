@@ -45,6 +45,10 @@ type Set struct {
 	// a buffer no method of labels.ScratchBuilder clears.
 	sbUsed   int
 	unsorted bool // a pair arrived out of order; the hasher is stale
+	// ahead is set when EqualSortedPairs wrote pairs to the hashers
+	// without adding them to pairs: AddSortedPairs of the same pairs then
+	// adds them without writing them again.
+	ahead bool
 	// The tenant part of h follows the pairs in arrival order, always (it
 	// is what Thanos hashes); once pairs were reordered, the tenant hash of
 	// the sorted pairs is computed apart, on demand, and kept until the
@@ -98,6 +102,7 @@ func (b *Set) Reset() {
 	b.dropScratch()
 	b.unsorted = false
 	b.reordered, b.sortedOK = false, false
+	b.ahead = false
 }
 
 // Release is [Set.Reset] that also drops every reference the Set holds to
@@ -238,6 +243,8 @@ func (b *Set) AddSortedPairs(ps []labelhash.Pair) {
 		b.AddPairs(ps)
 		return
 	}
+	hashed := b.ahead
+	b.ahead = false
 	if len(ps) > cap(b.pairs) {
 		b.pairs = slices.Grow(b.pairs, len(ps))
 	}
@@ -247,11 +254,58 @@ func (b *Set) AddSortedPairs(ps []labelhash.Pair) {
 		p := &b.pairs[i]
 		p.name, p.value, p.borrowed = bytestr.String(ps[i].Name), bytestr.String(ps[i].Value), true
 	}
+	if !hashed {
+		b.writeSorted(ps)
+	}
+}
+
+// writeSorted writes ps, sorted pairs, to the hashers.
+func (b *Set) writeSorted(ps []labelhash.Pair) {
 	if !b.withTenant {
 		b.h.Hasher.WritePairs(ps)
 		return
 	}
 	b.h.WritePairs(ps)
+}
+
+// EqualSortedPairs reports what [Set.AddSortedPairs] of ps followed by
+// [Set.Equal] of ls would, on a Set that holds no pairs, without adding
+// them: it writes them to the hashers, whose stream Equal compares in one
+// comparison, and skips the copy into the Set's pairs, which only its other
+// methods read. A lookup that confirms a cache's guess by its labels, and
+// takes the hash from the cache, so pays for no more (BenchmarkReceive in
+// examples/receiver, typical-500). The caller must then, before any other
+// method but EqualSortedPairs of the same ps, give the Set the same ps
+// with AddSortedPairs (or reset it): that adds them without writing them
+// again. On a Set that holds pairs it is AddSortedPairs and Equal.
+//
+// EqualSortedPairs makes no allocation when Equal makes none.
+func (b *Set) EqualSortedPairs(ps []labelhash.Pair, ls labels.Labels) bool {
+	if len(b.pairs) > 0 {
+		b.AddSortedPairs(ps)
+		return b.Equal(ls)
+	}
+	if !b.ahead {
+		b.writeSorted(ps)
+		b.ahead = true
+	}
+	if stream, ok := b.h.Hasher.Stream(); ok {
+		if eq, ok := streamEqual(stream, ls, &b.dataBuf); ok {
+			return eq
+		}
+	}
+	eq := true
+	i := 0
+	ls.Range(func(l labels.Label) {
+		if !eq {
+			return
+		}
+		if i >= len(ps) || string(ps[i].Name) != l.Name || string(ps[i].Value) != l.Value {
+			eq = false
+		}
+		i++
+	})
+	return eq && i == len(ps)
 }
 
 // AddString adds a pair given as strings. Go strings are immutable, so the

@@ -304,20 +304,9 @@ func (d *Decoder) format(e *decodeError) error {
 // the Decoder's next Next or Reset. It is not safe for concurrent use by
 // multiple goroutines.
 type Series struct {
-	v2   bool
-	syms [][]byte // the Decoder's symbols table (2.0)
-	set  labelset.Set
-	wire []labelhash.Pair // the series' labels, gathered for set.AddPairs
-	// pending is set when wire holds labels not yet added to set: Next
-	// gathers them and the first accessor that needs the labels or their
-	// hash adds them (labelSet), so a caller that skips a series, as
-	// impl=ingestkit-vmwork of BenchmarkDecode in examples/peers skips
-	// those of exemplars only, does not pay for hashing it. Equal leaves
-	// sorted pairs pending (Set.EqualSortedPairs).
-	pending bool
-	// sorted is set when decodeV1 saw the names of wire increase
-	// strictly, for labelSet to add them without the set's order check.
-	sorted bool
+	v2         bool
+	syms       [][]byte // the Decoder's symbols table (2.0)
+	pendingSet          // the series' labels
 
 	samples []Sample
 	hists   []HistogramSample
@@ -410,18 +399,45 @@ func (s *Series) reset() {
 	s.exErrs = s.exErrs[:0]
 }
 
-// labelSet returns s.set with the labels that Next gathered for the series
-// added, which it adds on the first call.
-func (s *Series) labelSet() *labelset.Set {
-	if s.pending {
-		s.pending = false
-		if s.sorted {
-			s.set.AddSortedPairs(s.wire)
+// pendingSet is a series' labels: the pairs gathered from a request and
+// the Set they go to. Next gathers them (wire) and the first accessor that
+// needs the labels or their hash adds them (labelSet), so a caller that
+// skips a series, as impl=ingestkit-vmwork of BenchmarkDecode in
+// examples/peers skips those of exemplars only, does not pay for hashing
+// it; equal leaves sorted pairs pending (Set.EqualSortedPairs).
+type pendingSet struct {
+	set  labelset.Set
+	wire []labelhash.Pair // the series' labels, gathered for set.AddPairs
+	// pending is set when wire holds labels not yet added to set.
+	pending bool
+	// sorted is set when the decoder saw the names of wire increase
+	// strictly, for labelSet to add them without the set's order check.
+	sorted bool
+}
+
+// labelSet returns p.set with the gathered pairs added, which it adds on
+// the first call.
+func (p *pendingSet) labelSet() *labelset.Set {
+	if p.pending {
+		p.pending = false
+		if p.sorted {
+			p.set.AddSortedPairs(p.wire)
 		} else {
-			s.set.AddPairs(s.wire)
+			p.set.AddPairs(p.wire)
 		}
 	}
-	return &s.set
+	return &p.set
+}
+
+// equal reports whether the labels are exactly ls. Pairs pending and sorted
+// are compared without being added to the Set, so that a lookup that
+// confirms a cache guess and takes the hash from the entry neither copies
+// nor hashes them again.
+func (p *pendingSet) equal(ls labels.Labels) bool {
+	if p.pending && p.sorted {
+		return p.set.EqualSortedPairs(p.wire, ls)
+	}
+	return p.labelSet().Equal(ls)
 }
 
 // Err returns the error that makes the series unusable, or nil: in a 2.0
@@ -538,17 +554,7 @@ func (s *Series) ThanosHash() uint64 {
 // comparison alone (BenchmarkReceive in examples/receiver, typical-500).
 //
 // Equal makes no allocation, as [Series.Hash].
-func (s *Series) Equal(ls labels.Labels) bool {
-	if s.err != nil {
-		return false
-	}
-	if s.pending && s.sorted {
-		// The pairs stay pending: labelSet adds them to the Set when an
-		// accessor needs them, as a lookup whose guess held never does.
-		return s.set.EqualSortedPairs(s.wire, ls)
-	}
-	return s.labelSet().Equal(ls)
-}
+func (s *Series) Equal(ls labels.Labels) bool { return s.err == nil && s.equal(ls) }
 
 // Labels builds the series' labels, sorted by name, as Prometheus's ToLabels
 // does. It is the only call that copies label bytes: once, or through the

@@ -10,9 +10,6 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
-
-	"github.com/ingestkit/ingestkit/internal/labelhash"
-	"github.com/ingestkit/ingestkit/internal/labelset"
 )
 
 // newHead returns an initialised in-memory head (no WAL), closed at the end
@@ -36,31 +33,14 @@ func newHead(t testing.TB) *tsdb.Head {
 // decoder yields them. forcedHash, when set, replaces the real hash, to make
 // collisions.
 type pairSeries struct {
-	set        labelset.Set
+	pendingSet // as Series's: the pairs that read gathers, and their Set
 	forcedHash uint64
-	wire       []labelhash.Pair // the pairs gathered by read
-	// pending and sorted are Series's: wire holds pairs gathered by read
-	// and not yet added to set, whose names increased if sorted.
-	pending, sorted bool
 }
 
 func newPairSeries(ls labels.Labels) *pairSeries {
 	s := &pairSeries{}
 	ls.Range(func(l labels.Label) { s.set.Add([]byte(l.Name), []byte(l.Value)) })
 	return s
-}
-
-// labelSet is Series.labelSet: set, with the pairs read gathered added.
-func (s *pairSeries) labelSet() *labelset.Set {
-	if s.pending {
-		s.pending = false
-		if s.sorted {
-			s.set.AddSortedPairs(s.wire)
-		} else {
-			s.set.AddPairs(s.wire)
-		}
-	}
-	return &s.set
 }
 
 func (s *pairSeries) Hash() uint64 {
@@ -70,14 +50,7 @@ func (s *pairSeries) Hash() uint64 {
 	return s.labelSet().Hash()
 }
 
-// Equal is Series.Equal: pairs pending and sorted are compared without
-// being added.
-func (s *pairSeries) Equal(ls labels.Labels) bool {
-	if s.pending && s.sorted {
-		return s.set.EqualSortedPairs(s.wire, ls)
-	}
-	return s.labelSet().Equal(ls)
-}
+func (s *pairSeries) Equal(ls labels.Labels) bool  { return s.equal(ls) }
 func (s *pairSeries) Labels() labels.Labels        { return s.labelSet().Labels() }
 func (s *pairSeries) ScratchLabels() labels.Labels { return s.labelSet().Scratch() }
 

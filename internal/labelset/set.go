@@ -289,23 +289,12 @@ func (b *Set) EqualSortedPairs(ps []labelhash.Pair, ls labels.Labels) bool {
 		b.writeSorted(ps)
 		b.ahead = true
 	}
-	if stream, ok := b.h.Hasher.Stream(); ok {
-		if eq, ok := streamEqual(stream, ls, &b.dataBuf); ok {
-			return eq
-		}
+	if eq, ok := b.streamMatch(ls); ok {
+		return eq
 	}
-	eq := true
-	i := 0
-	ls.Range(func(l labels.Label) {
-		if !eq {
-			return
-		}
-		if i >= len(ps) || string(ps[i].Name) != l.Name || string(ps[i].Value) != l.Value {
-			eq = false
-		}
-		i++
+	return walkEqual(ls, len(ps), func(i int) (string, string) {
+		return bytestr.String(ps[i].Name), bytestr.String(ps[i].Value)
 	})
-	return eq && i == len(ps)
 }
 
 // AddString adds a pair given as strings. Go strings are immutable, so the
@@ -461,23 +450,41 @@ func (b *Set) ArrivalTenantHash() uint64 {
 // Equal makes no allocation when the pairs arrived sorted.
 func (b *Set) Equal(ls labels.Labels) bool {
 	b.sort()
-	if stream, ok := b.h.Hasher.Stream(); ok {
-		if eq, ok := streamEqual(stream, ls, &b.dataBuf); ok {
-			return eq
-		}
+	if eq, ok := b.streamMatch(ls); ok {
+		return eq
 	}
+	return walkEqual(ls, len(b.pairs), func(i int) (string, string) { return b.pairs[i].name, b.pairs[i].value })
+}
+
+// streamMatch compares the hasher's stream with ls, as streamEqual does;
+// ok is false when the stream cannot tell (past the hasher's buffer, or in
+// a build whose stream is not a label set's data).
+func (b *Set) streamMatch(ls labels.Labels) (eq, ok bool) {
+	if stream, ok := b.h.Hasher.Stream(); ok {
+		return streamEqual(stream, ls, &b.dataBuf)
+	}
+	return false, false
+}
+
+// walkEqual reports whether the n pairs that at returns, in order, are
+// exactly the labels of ls.
+func walkEqual(ls labels.Labels, n int, at func(i int) (name, value string)) bool {
 	eq := true
 	i := 0
 	ls.Range(func(l labels.Label) {
 		if !eq {
 			return
 		}
-		if i >= len(b.pairs) || b.pairs[i].name != l.Name || b.pairs[i].value != l.Value {
+		if i >= n {
+			eq = false
+			return
+		}
+		if name, value := at(i); name != l.Name || value != l.Value {
 			eq = false
 		}
 		i++
 	})
-	return eq && i == len(b.pairs)
+	return eq && i == n
 }
 
 // Range calls f for each pair in label order. The strings passed to f may

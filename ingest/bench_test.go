@@ -165,9 +165,10 @@ func fragmentOrders(rng *rand.Rand, n, perTarget, meanFrag, rounds int) [][]int 
 //     and the built labels of every series are known before the clock
 //     starts, and the request is Append(ref, ls) alone, on the same head;
 //   - impl=oracle-read: the oracle, with each series also read from the
-//     request as the ingestkit impls read it (pairs gathered and hashed,
-//     as decodeV1 hands them over): the floor of any cache that must read
-//     the request before it knows the series.
+//     request as the ingestkit impls read it and its pairs added to its
+//     Set, as the decoder's accessors add them (labelSet: copied and
+//     written to the hashers, not summed): the floor of a cache that must
+//     read the request before it knows the series.
 //
 // The orders:
 //   - series=100000/impl=...: every request lists the series in the same
@@ -369,8 +370,8 @@ func BenchmarkAppend(b *testing.B) {
 								if impl == "oracle-read" {
 									// What any cache must do on top of
 									// the oracle: read the series from
-									// the request as a decoder hands it
-									// over, hash included.
+									// the request, and add its pairs to
+									// its Set as a decoder's accessors do.
 									s.read(&rr)
 									s.labelSet()
 								}

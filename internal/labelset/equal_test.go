@@ -257,18 +257,23 @@ func TestEqualSortedPairs(t *testing.T) {
 	}
 }
 
-// TestEqualSortedPairsHeld checks that on a Set that holds pairs already,
-// EqualSortedPairs adds the pairs and compares them, as AddSortedPairs and
-// Equal do.
+// TestEqualSortedPairsHeld checks that EqualSortedPairs refuses a Set that
+// holds pairs, whose hashers hold them already, and that the Set is then
+// as it was.
 func TestEqualSortedPairsHeld(t *testing.T) {
 	var s Set
 	s.AddString("a", "1")
 	ps := []labelhash.Pair{{Name: []byte("b"), Value: []byte("2")}}
-	if !s.EqualSortedPairs(ps, labels.FromStrings("a", "1", "b", "2")) {
-		t.Fatal("EqualSortedPairs on a Set holding a=1 = false, want true")
-	}
-	if got, want := s.Hash(), labels.FromStrings("a", "1", "b", "2").Hash(); got != want {
-		t.Fatalf("Hash() = %#x, want %#x", got, want)
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("EqualSortedPairs on a Set holding a=1 did not panic")
+			}
+		}()
+		s.EqualSortedPairs(ps, labels.FromStrings("a", "1", "b", "2"))
+	}()
+	if got, want := s.Hash(), labels.FromStrings("a", "1").Hash(); got != want {
+		t.Fatalf("Hash() after the refusal = %#x, want a=1's %#x", got, want)
 	}
 }
 

@@ -277,13 +277,13 @@ func (b *Set) writeSorted(ps []labelhash.Pair) {
 // examples/receiver, typical-500). The caller must then, before any other
 // method but EqualSortedPairs of the same ps, give the Set the same ps
 // with AddSortedPairs (or reset it): that adds them without writing them
-// again. On a Set that holds pairs it is AddSortedPairs and Equal.
+// again. It panics on a Set that holds pairs, whose hashers already hold
+// theirs.
 //
 // EqualSortedPairs makes no allocation when Equal makes none.
 func (b *Set) EqualSortedPairs(ps []labelhash.Pair, ls labels.Labels) bool {
 	if len(b.pairs) > 0 {
-		b.AddSortedPairs(ps)
-		return b.Equal(ls)
+		panic("labelset: EqualSortedPairs on a Set that holds pairs")
 	}
 	if !b.ahead {
 		b.writeSorted(ps)

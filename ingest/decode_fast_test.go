@@ -192,6 +192,52 @@ func TestDecodeFastPathEdges(t *testing.T) {
 		tc{"exemplar timestamp cut short", decV2Request(decSyms, refs, ex(exRefs(3, 4), exTs(1 << 40)[:3]))},
 		tc{"exemplars, one bad", decV2Request(decSyms, refs, ex(exRefs(3, 4)), ex(exRefs(3, 99)), ex(exRefs(1, 2), exTs(5)))},
 	)
+	// The same orders of names in 2.0, whose labels the set sorts and
+	// checks (Set.AddPairs): v2Labels makes a series of the given names and
+	// values, one symbol each, with the symbols before the series or, last,
+	// after it, as the message allows, so that the last symbol ends the
+	// request.
+	v2Labels := func(symsLast bool, nv ...string) []byte {
+		syms := append([]string{""}, nv...)
+		var refs []uint64
+		for i := range nv {
+			refs = append(refs, uint64(i+1))
+		}
+		series := decPacked(v2SeriesLabelsRefs, refs...)
+		if !symsLast {
+			return decV2Request(syms, series)
+		}
+		b := decMsg(nil, v2FieldTimeseries, series)
+		for _, sym := range syms {
+			b = decMsg(b, v2FieldSymbols, []byte(sym))
+		}
+		return b
+	}
+	for _, last := range []bool{false, true} {
+		at := ""
+		if last {
+			at = ", symbols last"
+		}
+		v2Cases = append(v2Cases,
+			tc{"names in order" + at, v2Labels(last, "__name__", "up", "a", "1", "abcdefgh", "2", "abcdefghi", "3", "b", "4")},
+			tc{"names out of order" + at, v2Labels(last, "__name__", "up", "job", "1", "env", "2")},
+			tc{"names out of order after 8 bytes" + at, v2Labels(last, "abcdefgh2", "1", "abcdefgh1", "2")},
+			tc{"names in order after 8 bytes" + at, v2Labels(last, "abcdefgh1", "1", "abcdefgh2", "2")},
+			tc{"name a prefix of the next" + at, v2Labels(last, "a", "1", "ab", "2")},
+			tc{"name longer than the next" + at, v2Labels(last, "ab", "1", "a", "2")},
+			tc{"name ending in a zero byte" + at, v2Labels(last, "a\x00", "1", "a", "2")},
+			tc{"name then one ending in a zero byte" + at, v2Labels(last, "a", "1", "a\x00", "2")},
+			tc{"name of 7 bytes after one that extends it" + at, v2Labels(last, "abcdefg\x05", "1", "abcdefg", "2")},
+			tc{"empty name first" + at, v2Labels(last, "", "x", "__name__", "up")},
+			tc{"empty name after" + at, v2Labels(last, "__name__", "up", "", "x")},
+			tc{"last name at the end of the request" + at, v2Labels(last, "a", "1", "z", "")},
+		)
+	}
+	// A name repeated is one symbol referenced twice.
+	v2Cases = append(v2Cases,
+		tc{"name repeated", decV2Request([]string{"", "__name__", "up", "job", "b", "a"}, decPacked(v2SeriesLabelsRefs, 1, 2, 3, 4, 3, 5))},
+		tc{"names in order, then in a second field out of order", decV2Request(decSyms, decPacked(v2SeriesLabelsRefs, 1, 2), decPacked(v2SeriesLabelsRefs, 3, 4, 1, 2))},
+	)
 	var d Decoder
 	for _, c := range v1Cases {
 		t.Run("rw=1/"+c.name, func(t *testing.T) { decCheck(t, &d, c.buf, v1Msg, decExact) })

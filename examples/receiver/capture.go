@@ -18,9 +18,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/golang/snappy"
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/internal/headerfile"
 )
 
@@ -282,15 +284,48 @@ func (c *capturer) close() error {
 // captured requests.
 var errNoCaptured = errors.New("receiver: no captured requests (rw1-NNNN.snappy, rw2-NNNN.snappy)")
 
+// errCaptureTooLarge is returned, wrapped with the file and the limit, by
+// readCaptureDir for a file, or a directory, over the limits below, or a
+// body whose snappy header claims a decoded length over
+// maxCaptureDecoded, and by decodeCapturedBody for such a body: nothing
+// is read past a limit, and no memory is sized from a length a file
+// claims.
+var errCaptureTooLarge = errors.New("receiver: captured request over the limit")
+
+// The limits of readCaptureDir, which reads a directory that a capture
+// wrote but that anyone may have put files in. A body may be as large as
+// the receiver takes by default (ingest.DefaultMaxBodySize); a capture
+// with a larger -max-body-bytes is not replayed by a receiver of default
+// options anyway. A .headers file holds a few lines. The bodies of one
+// directory, which a replay holds in memory with their encodings, are at
+// most maxCaptureDirBytes: some 3000 requests of Prometheus's default
+// size (testdata/remote-write), or 30 times -capture-max's default.
+const (
+	maxCaptureBody     = ingest.DefaultMaxBodySize
+	maxCaptureDecoded  = ingest.DefaultMaxDecodedSize
+	maxCaptureHeaders  = 64 << 10
+	maxCaptureDirBytes = 1 << 30
+)
+
 // readCaptureDir returns the requests of a capture directory in their
 // order of arrival (by sequence number, the version breaking ties), with
-// the headers of each request's .headers file.
+// the headers of each request's .headers file. A file over its limit, a
+// body that claims to decode to more than maxCaptureDecoded, or bodies
+// over maxCaptureDirBytes in all, make an error that wraps
+// errCaptureTooLarge.
 func readCaptureDir(dir string) ([]capturedRequest, error) {
+	return readCaptureDirMax(dir, maxCaptureDirBytes)
+}
+
+// readCaptureDirMax is readCaptureDir with dirBytes in place of
+// maxCaptureDirBytes.
+func readCaptureDirMax(dir string, dirBytes int64) ([]capturedRequest, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []capturedRequest
+	var total int64
 	for _, e := range entries {
 		m := captureName.FindStringSubmatch(e.Name())
 		if m == nil || !e.Type().IsRegular() {
@@ -301,11 +336,23 @@ func readCaptureDir(dir string) ([]capturedRequest, error) {
 			return nil, fmt.Errorf("%s: %w", e.Name(), err)
 		}
 		name := strings.TrimSuffix(e.Name(), ".snappy")
-		body, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		left := dirBytes - total
+		body, err := readFileMax(filepath.Join(dir, e.Name()), min(maxCaptureBody, left))
 		if err != nil {
+			if errors.Is(err, errCaptureTooLarge) && left < maxCaptureBody {
+				err = fmt.Errorf("%w: the bodies of %s are over %d bytes in all (%s is the last read)", errCaptureTooLarge, dir, dirBytes, e.Name())
+			}
 			return nil, err
 		}
-		text, err := os.ReadFile(filepath.Join(dir, name+".headers"))
+		// Prometheus's handler, which the replay sends every body to,
+		// sizes its buffer from the snappy header: refused here, such a
+		// body reaches neither handler. A body whose header does not
+		// parse is replayed as captured, for both to refuse.
+		if n, err := snappy.DecodedLen(body); err == nil && n > maxCaptureDecoded {
+			return nil, fmt.Errorf("%s: %w: the snappy header claims %d decoded bytes, more than %d", e.Name(), errCaptureTooLarge, n, maxCaptureDecoded)
+		}
+		total += int64(len(body))
+		text, err := readFileMax(filepath.Join(dir, name+".headers"), maxCaptureHeaders)
 		if err != nil {
 			return nil, err
 		}
@@ -322,6 +369,40 @@ func readCaptureDir(dir string) ([]capturedRequest, error) {
 		return cmp.Or(cmp.Compare(a.seq, b.seq), cmp.Compare(a.version, b.version))
 	})
 	return out, nil
+}
+
+// readFileMax reads the file at path, of at most max bytes: a larger one
+// is an error that wraps errCaptureTooLarge, of which no more than max+1
+// bytes were read.
+func readFileMax(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: %w: more than %d bytes", path, errCaptureTooLarge, max)
+	}
+	return b, nil
+}
+
+// decodeCapturedBody snappy-decodes a captured body, after checking the
+// decoded length its header claims against maxCaptureDecoded, as the
+// receiver's body reader does, so that a body of a few bytes cannot make
+// a replay allocate gigabytes.
+func decodeCapturedBody(body []byte) ([]byte, error) {
+	n, err := snappy.DecodedLen(body)
+	if err != nil {
+		return nil, err
+	}
+	if n > maxCaptureDecoded {
+		return nil, fmt.Errorf("%w: the snappy header claims %d decoded bytes, more than %d", errCaptureTooLarge, n, maxCaptureDecoded)
+	}
+	return snappy.Decode(nil, body)
 }
 
 // Describe and Collect make the capturer a prometheus.Collector of its

@@ -2,19 +2,23 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/golang/snappy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/ingestkit/ingestkit/internal/headerfile"
 	"github.com/ingestkit/ingestkit/internal/rwtest"
 )
 
@@ -182,6 +186,126 @@ func TestReadCaptureDir(t *testing.T) {
 	}
 	if _, err := readCaptureDir(t.TempDir()); !errors.Is(err, errNoCaptured) {
 		t.Errorf("readCaptureDir(empty dir) = %v, want errNoCaptured", err)
+	}
+}
+
+// TestReadCaptureDirLimits checks that readCaptureDir refuses, with
+// errCaptureTooLarge and without reading further, a body over
+// maxCaptureBody, a .headers file over maxCaptureHeaders and bodies over
+// the directory's limit in all, and reads a directory at those limits.
+func TestReadCaptureDirLimits(t *testing.T) {
+	body, header := rwtest.Raw(t, rwtest.Files(t, 1)[0])
+	text := headerfile.Format(header, captureHeaders)
+	// write makes a capture directory of n copies of the request, the
+	// last with a body of bodySize bytes (a sparse file) and a .headers
+	// file of headersSize bytes if not 0.
+	write := func(t *testing.T, n int, bodySize, headersSize int64) string {
+		dir := t.TempDir()
+		for i := range n {
+			name := filepath.Join(dir, fmt.Sprintf("rw1-%04d", i+1))
+			if err := os.WriteFile(name+".snappy", body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			h := text
+			if i == n-1 && headersSize > 0 {
+				pad := int(headersSize) - len(text) - len("X-Pad: \n")
+				h = fmt.Appendf(slices.Clone(text), "X-Pad: %s\n", strings.Repeat("p", pad))
+			}
+			if err := os.WriteFile(name+".headers", h, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if i == n-1 && bodySize > 0 {
+				if err := os.Truncate(name+".snappy", bodySize); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return dir
+	}
+	t.Run("body at the limit", func(t *testing.T) {
+		rs, err := readCaptureDir(write(t, 1, maxCaptureBody, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 1 || len(rs[0].body) != maxCaptureBody {
+			t.Fatalf("read %d requests, want one of %d bytes", len(rs), maxCaptureBody)
+		}
+	})
+	t.Run("body over the limit", func(t *testing.T) {
+		if _, err := readCaptureDir(write(t, 2, maxCaptureBody+1, 0)); !errors.Is(err, errCaptureTooLarge) || !strings.Contains(err.Error(), "rw1-0002.snappy") {
+			t.Fatalf("readCaptureDir = %v, want errCaptureTooLarge for rw1-0002.snappy", err)
+		}
+	})
+	t.Run("headers at the limit", func(t *testing.T) {
+		rs, err := readCaptureDir(write(t, 1, 0, maxCaptureHeaders))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rs[0].header.Get("Content-Encoding"); got != "snappy" {
+			t.Fatalf("Content-Encoding %q, want snappy", got)
+		}
+	})
+	t.Run("headers over the limit", func(t *testing.T) {
+		if _, err := readCaptureDir(write(t, 1, 0, maxCaptureHeaders+1)); !errors.Is(err, errCaptureTooLarge) || !strings.Contains(err.Error(), "rw1-0001.headers") {
+			t.Fatalf("readCaptureDir = %v, want errCaptureTooLarge for rw1-0001.headers", err)
+		}
+	})
+	t.Run("body claiming too much", func(t *testing.T) {
+		dir := write(t, 2, 0, 0)
+		hostile := binary.AppendUvarint(nil, maxCaptureDecoded+1)
+		if err := os.WriteFile(filepath.Join(dir, "rw1-0002.snappy"), hostile, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := readCaptureDir(dir); !errors.Is(err, errCaptureTooLarge) || !strings.Contains(err.Error(), "rw1-0002.snappy") {
+			t.Fatalf("readCaptureDir = %v, want errCaptureTooLarge for rw1-0002.snappy", err)
+		}
+		// A body whose header does not parse is kept, to be replayed.
+		if err := os.WriteFile(filepath.Join(dir, "rw1-0002.snappy"), []byte{0xff}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if rs, err := readCaptureDir(dir); err != nil || len(rs) != 2 {
+			t.Fatalf("readCaptureDir with a cut snappy header = %d requests, %v; want 2", len(rs), err)
+		}
+	})
+	t.Run("directory", func(t *testing.T) {
+		dir := write(t, 3, 0, 0)
+		limit := 3 * int64(len(body))
+		if rs, err := readCaptureDirMax(dir, limit); err != nil || len(rs) != 3 {
+			t.Fatalf("readCaptureDirMax(%d) at the limit = %d requests, %v; want 3", limit, len(rs), err)
+		}
+		_, err := readCaptureDirMax(dir, limit-1)
+		if !errors.Is(err, errCaptureTooLarge) || !strings.Contains(err.Error(), "in all") {
+			t.Fatalf("readCaptureDirMax(%d) = %v, want errCaptureTooLarge for the directory", limit-1, err)
+		}
+	})
+}
+
+// TestDecodeCapturedBody checks that a body whose snappy header claims
+// more than maxCaptureDecoded is refused before any memory is sized from
+// it, and that one at the limit decodes.
+func TestDecodeCapturedBody(t *testing.T) {
+	// A snappy header of a 4 GiB - 1 decoded length, and no data.
+	hostile := binary.AppendUvarint(nil, 1<<32-1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := decodeCapturedBody(hostile)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, errCaptureTooLarge) {
+		t.Fatalf("decodeCapturedBody(header of %d bytes) = %v, want errCaptureTooLarge", uint64(1<<32-1), err)
+	}
+	if d := after.TotalAlloc - before.TotalAlloc; d > 1<<20 {
+		t.Errorf("refusing it allocated %d bytes", d)
+	}
+	over := binary.AppendUvarint(nil, maxCaptureDecoded+1)
+	if _, err := decodeCapturedBody(over); !errors.Is(err, errCaptureTooLarge) {
+		t.Errorf("decodeCapturedBody(header of %d bytes) = %v, want errCaptureTooLarge", maxCaptureDecoded+1, err)
+	}
+	at := snappy.Encode(nil, make([]byte, maxCaptureDecoded))
+	if b, err := decodeCapturedBody(at); err != nil || len(b) != maxCaptureDecoded {
+		t.Errorf("decodeCapturedBody(%d bytes at the limit) = %d bytes, %v", maxCaptureDecoded, len(b), err)
+	}
+	if _, err := decodeCapturedBody([]byte{0xff}); err == nil || errors.Is(err, errCaptureTooLarge) {
+		t.Errorf("decodeCapturedBody(a cut header) = %v, want snappy's error", err)
 	}
 }
 

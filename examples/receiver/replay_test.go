@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang/snappy"
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/client_golang/prometheus"
 	config_util "github.com/prometheus/common/config"
@@ -112,7 +111,7 @@ func TestReplay(t *testing.T) {
 // decodeCaptured decodes a captured request with Prometheus's generated
 // protobufs, for a replay to change its timestamps.
 func decodeCaptured(c capturedRequest) (*request, error) {
-	pb, err := snappy.Decode(nil, c.body)
+	pb, err := decodeCapturedBody(c.body)
 	if err != nil {
 		return nil, err
 	}

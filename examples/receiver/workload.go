@@ -149,11 +149,11 @@ func capturedRequests(version int) ([]*request, error) {
 	slices.Sort(paths)
 	var out []*request
 	for _, p := range paths {
-		raw, err := os.ReadFile(p)
+		raw, err := readFileMax(p, maxCaptureBody)
 		if err != nil {
 			return nil, err
 		}
-		pb, err := snappy.Decode(nil, raw)
+		pb, err := decodeCapturedBody(raw)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}

@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/exemplars"
@@ -57,9 +56,9 @@ func ExampleRing() {
 		panic(err)
 	}
 
-	matchers, err := parser.NewParser(parser.Options{}).ParseMetricSelector(`http_request_duration_seconds_bucket{pod=~"api-.*"}`)
-	if err != nil {
-		panic(err)
+	matchers := []*labels.Matcher{
+		labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, "http_request_duration_seconds_bucket"),
+		labels.MustNewMatcher(labels.MatchRegexp, "pod", "api-.*"),
 	}
 	got, _ := ring.Select(0, 10000, matchers)
 	q, _ := head.ExemplarQuerier(context.Background())

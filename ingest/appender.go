@@ -277,7 +277,15 @@ func (r *resolver) appended(h *Handle, ref storage.SeriesRef) {
 type AppenderV2 struct {
 	resolver
 	app   storage.AppenderV2
-	exApp storage.ExemplarAppenderV2 // nil if app does not implement it
+	exApp exemplarAppenderV2 // nil if app does not implement it
+}
+
+// exemplarAppenderV2 is the method of storage.ExemplarAppenderV2, which
+// Prometheus has from v0.316.0 on: named by its method set, so that the
+// package builds against the releases before it, whose appenders take
+// exemplars only in storage.AppendV2Options.Exemplars.
+type exemplarAppenderV2 interface {
+	AppendExemplars(ref storage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (storage.SeriesRef, error)
 }
 
 // NewAppenderV2 opens a transaction on db (db.AppenderV2(ctx)) and returns an
@@ -309,7 +317,7 @@ func (a *AppenderV2) Reset(ctx context.Context, db storage.AppendableV2, now int
 	a.resolver.bind(db)
 	app := db.AppenderV2(ctx)
 	a.app = app
-	a.exApp, _ = app.(storage.ExemplarAppenderV2)
+	a.exApp, _ = app.(exemplarAppenderV2)
 	a.resolver.reset(app, now)
 }
 
@@ -339,8 +347,11 @@ func (a *AppenderV2) Append(h *Handle, st, t int64, v float64, hist *histogram.H
 }
 
 // AppendExemplars appends exemplars, sorted by timestamp, to the series of
-// h through [storage.ExemplarAppenderV2]. It returns
-// [ErrExemplarsUnsupported] if the wrapped appender does not implement it.
+// h through the wrapped appender's AppendExemplars method, that of
+// storage.ExemplarAppenderV2 (Prometheus v0.316.0 and later). It returns
+// [ErrExemplarsUnsupported] if the wrapped appender has no such method, as
+// the head of earlier releases has not: exemplars then go to the storage in
+// [storage.AppendV2Options.Exemplars] of an [AppenderV2.Append].
 func (a *AppenderV2) AppendExemplars(h *Handle, es []exemplar.Exemplar) error {
 	if a.exApp == nil {
 		return ErrExemplarsUnsupported

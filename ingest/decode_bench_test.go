@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 	"github.com/ingestkit/ingestkit/internal/rwtest"
 )
 
@@ -115,7 +116,7 @@ func decBenchPrometheusV2(b *testing.B, buf []byte, full bool) {
 		if !full {
 			continue
 		}
-		m, err := ts.ToMetadata(req.Symbols)
+		m, err := promcompat.ToMetadata(ts, req.Symbols)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 	"github.com/ingestkit/ingestkit/internal/rwtest"
 )
 
@@ -78,7 +79,7 @@ func decWantV2(req *writev2.Request) (want []decSeries) {
 			want = append(want, decSeries{bad: true})
 			continue
 		}
-		m, err := ts.ToMetadata(req.Symbols)
+		m, err := promcompat.ToMetadata(ts, req.Symbols)
 		if err != nil {
 			want = append(want, decSeries{bad: true})
 			continue

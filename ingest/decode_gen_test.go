@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
 // decRand returns a seeded source, so that a failure can be reproduced.
@@ -264,9 +266,9 @@ func decGenV2(r *rand.Rand, n int) *writev2.Request {
 			for range 1 + r.IntN(2) {
 				var hp writev2.Histogram
 				if r.IntN(2) == 0 {
-					hp = writev2.FromIntHistogram(decTimestamp(r), decTimestamp(r), decHistogram(r))
+					hp = promcompat.FromIntHistogram(decTimestamp(r), decTimestamp(r), decHistogram(r))
 				} else {
-					hp = writev2.FromFloatHistogram(decTimestamp(r), decTimestamp(r), decFloatHistogram(r))
+					hp = promcompat.FromFloatHistogram(decTimestamp(r), decTimestamp(r), decFloatHistogram(r))
 				}
 				hp.XXX_unrecognized = decMaybeUnknown(r)
 				ts.Histograms = append(ts.Histograms, hp)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
-	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
@@ -36,10 +35,7 @@ func ExampleTracker() {
 	}
 
 	// A custom tracker from the selector in the tenant's configuration.
-	apiMatchers, err := parser.NewParser(parser.Options{}).ParseMetricSelector(`{job="api"}`)
-	if err != nil {
-		panic(err)
-	}
+	apiMatchers := []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "job", "api")}
 	tracker, err := activeseries.New(activeseries.Options{
 		Stripes: 16, // a small tenant
 		Custom:  []activeseries.CustomTracker{{Name: "api", Matchers: apiMatchers}},
@@ -112,15 +108,12 @@ func ExampleTracker() {
 // their counts are right at once, and the unchanged one keeps its own.
 // The tracker also counts the series per team, at most two teams apart.
 func ExampleTracker_ReloadCustomTrackers() {
-	selector := func(s string) []*labels.Matcher {
-		ms, err := parser.NewParser(parser.Options{}).ParseMetricSelector(s)
-		if err != nil {
-			panic(err)
-		}
-		return ms
+	// The selectors {job="api"} and up.
+	equal := func(name, value string) []*labels.Matcher {
+		return []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, name, value)}
 	}
 	tracker, err := activeseries.New(activeseries.Options{
-		Custom:         []activeseries.CustomTracker{{Name: "api", Matchers: selector(`{job="api"}`)}},
+		Custom:         []activeseries.CustomTracker{{Name: "api", Matchers: equal("job", "api")}},
 		ByLabel:        "team",
 		MaxLabelValues: 2,
 	})
@@ -138,8 +131,8 @@ func ExampleTracker_ReloadCustomTrackers() {
 	}
 
 	err = tracker.ReloadCustomTrackers([]activeseries.CustomTracker{
-		{Name: "up", Matchers: selector(`up`)},
-		{Name: "api", Matchers: selector(`{job="api"}`)},
+		{Name: "up", Matchers: equal(labels.MetricName, "up")},
+		{Name: "api", Matchers: equal("job", "api")},
 		{Name: "all"}, // no matchers: every series
 	})
 	if err != nil {

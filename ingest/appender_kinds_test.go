@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
 // TestAppenderKinds sends floats with start timestamps, integer and float
@@ -45,21 +47,37 @@ func TestAppenderKinds(t *testing.T) {
 	for round, ts := range []int64{2000, 3000} {
 		a := NewAppenderV2(context.Background(), head, cache, ts)
 		hf := mustHandle(a.Lookup(newPairSeries(floatLs)))
-		// The start timestamp makes the head add a zero sample at st first.
-		if err := a.Append(&hf, 1000, ts, float64(ts), nil, nil, storage.AOptions{}); err != nil {
-			t.Fatalf("Append(float, st=1000): %v", err)
-		}
-		if round == 0 {
-			if err := a.AppendExemplars(&hf, []exemplar.Exemplar{ex}); err != nil {
-				t.Fatalf("AppendExemplars: %v", err)
-			}
-		} else {
+		es := []exemplar.Exemplar{ex}
+		if round == 1 {
 			old := ex
 			old.Ts = 1000
-			err := a.AppendExemplars(&hf, []exemplar.Exemplar{old})
+			es = []exemplar.Exemplar{old}
+		}
+		// The head has AppendExemplars from Prometheus v0.316.0 on; before,
+		// exemplars go in the options of the sample's append.
+		separate := promcompat.HasExemplarAppenderV2(a.Wrapped())
+		var opts storage.AOptions
+		if !separate {
+			opts.Exemplars = es
+		}
+		// The start timestamp makes the head add a zero sample at st first.
+		err := a.Append(&hf, 1000, ts, float64(ts), nil, nil, opts)
+		if separate {
+			if err != nil {
+				t.Fatalf("Append(float, st=1000): %v", err)
+			}
+			err = a.AppendExemplars(&hf, es)
+		} else if err2 := a.AppendExemplars(&hf, es); !errors.Is(err2, ErrExemplarsUnsupported) {
+			t.Fatalf("AppendExemplars on a head without it = %v, want ErrExemplarsUnsupported", err2)
+		}
+		if round == 0 {
+			if err != nil {
+				t.Fatalf("appending exemplars: %v", err)
+			}
+		} else {
 			var perr *storage.AppendPartialError
 			if !errors.As(err, &perr) || len(perr.ExemplarErrors) != 1 || !errors.Is(perr.ExemplarErrors[0], storage.ErrOutOfOrderExemplar) {
-				t.Fatalf("AppendExemplars(older exemplar) = %v, want a *storage.AppendPartialError with storage.ErrOutOfOrderExemplar", err)
+				t.Fatalf("appending an older exemplar = %v, want a *storage.AppendPartialError with storage.ErrOutOfOrderExemplar", err)
 			}
 		}
 		hh := mustHandle(a.Lookup(newPairSeries(histLs)))

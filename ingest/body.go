@@ -486,7 +486,9 @@ func bodyReadError(err error) error {
 // storage/remote uses. It differs from the klauspost/compress/snappy (s2)
 // decoder of Prometheus's receiver middleware on inputs no snappy encoder
 // produces: it rejects s2's "repeat offset" copies, which s2 accepts, and
-// accepts a length header padded past 5 bytes, which s2 rejects.
+// accepts a length header padded past 5 bytes, which s2 rejects from
+// klauspost/compress v1.20 on (v1.18, which Prometheus v0.309.1 requires,
+// accepts it too).
 //
 // Allocations: none in the steady state, where the pool holds a buffer that
 // fits; otherwise two, the Buffer and exactly the decoded length (4 KiB at

@@ -443,8 +443,11 @@ func TestDecodeSnappyCorrupt(t *testing.T) {
 	if b, err := br.DecodeSnappy(padded); err != nil || len(b.B) != 0 {
 		t.Errorf("DecodeSnappy(%x) = %v, want an empty body, as golang/snappy decodes it", padded, err)
 	}
-	if _, err := kpsnappy.Decode(nil, padded); err == nil {
-		t.Errorf("klauspost snappy.Decode(%x) succeeds; the comment on DecodeSnappy is out of date", padded)
+	// klauspost/compress refuses it from v1.20 on, and v1.18 (which
+	// Prometheus v0.309.1 requires) decodes it as golang/snappy does: the
+	// module graph a program builds with decides which.
+	if got, err := kpsnappy.Decode(nil, padded); err == nil && len(got) != 0 {
+		t.Errorf("klauspost snappy.Decode(%x) = %x, want an error or an empty body; the comment on DecodeSnappy is out of date", padded, got)
 	}
 	// Flipping any byte of a valid block never panics, and whatever it
 	// decodes to is what snappy.Decode gives.

@@ -12,8 +12,9 @@ import (
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
 // receiveCase is one BenchmarkReceive case: the requests one op sends, in
@@ -125,7 +126,7 @@ func newImplFeatures(tb testing.TB, impl string, db *tsdb.DB, f features) http.H
 	tb.Helper()
 	switch impl {
 	case "prometheus":
-		return remote.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), db,
+		return promcompat.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), db,
 			remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, f.typeAndUnitLabels, f.appendMetadata)
 	case "ingestkit":
 		r, err := NewReceiver(db, Options{AppendMetadata: f.appendMetadata, EnableTypeAndUnitLabels: f.typeAndUnitLabels})

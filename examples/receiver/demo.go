@@ -21,9 +21,10 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
-	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
 // Demo workload shape.
@@ -118,7 +119,7 @@ func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
 		return err
 	}
 	defer stopK()
-	promHandler := remote.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), dbP,
+	promHandler := promcompat.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), dbP,
 		remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, c.typeAndUnitLabels, c.metadataWAL)
 	promMux := http.NewServeMux()
 	promMux.Handle("/api/v1/write", promHandler)

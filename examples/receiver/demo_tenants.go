@@ -19,6 +19,8 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
 // maxDemoTenantLines is the most tenants the demo prints a line for.
@@ -194,7 +196,7 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 		}
 		defer func() { err = errors.Join(err, clean()) }() // the named result, not a shadow
 		dbsP[id] = db
-		rt.m[id] = remote.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), db,
+		rt.m[id] = promcompat.NewWriteHandler(slog.New(slog.DiscardHandler), prometheus.NewRegistry(), db,
 			remoteapi.MessageTypes{remoteapi.WriteV1MessageType, remoteapi.WriteV2MessageType}, c.typeAndUnitLabels, c.metadataWAL)
 	}
 	promMux := http.NewServeMux()

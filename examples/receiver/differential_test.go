@@ -369,6 +369,9 @@ func testDifferential(t *testing.T, c diffCase, f features, store string) {
 		rP, rK := httptest.NewRecorder(), httptest.NewRecorder()
 		hP.ServeHTTP(rP, s.request())
 		hK.ServeHTTP(rK, s.request())
+		if unlimitedOracle(t, s, rK) {
+			continue
+		}
 		if rK.Code != rP.Code {
 			t.Fatalf("step %d: status %d, Prometheus %d\ningestkit:  %.500s\nprometheus: %.500s", i, rK.Code, rP.Code, rK.Body, rP.Body)
 		}

@@ -58,13 +58,11 @@ type pendingExemplar struct {
 }
 
 // AppendExemplars implements [ExemplarAppender].
-func (x *ringAppender) AppendExemplars(a *ingest.AppenderV2, h *ingest.Handle, es []exemplar.Exemplar) error {
-	// The head's own check that it holds the series, with no exemplars
-	// for its storage (off, with the ring).
-	if err := a.AppendExemplars(h, nil); err != nil {
+func (x *ringAppender) AppendExemplars(t *Txn, h *ingest.Handle, es []exemplar.Exemplar) error {
+	if err := t.HasSeries(h); err != nil {
 		return err
 	}
-	var errs []storage.ExemplarError
+	var errs partialErrors
 	for i, e := range es {
 		e.Labels = e.Labels.WithoutEmpty()
 		err := x.ring.ValidateExemplarHash(h.Hash(), h.Labels(), e)
@@ -73,13 +71,10 @@ func (x *ringAppender) AppendExemplars(a *ingest.AppenderV2, h *ingest.Handle, e
 			continue
 		}
 		if !errors.Is(err, storage.ErrDuplicateExemplar) && !errors.Is(err, storage.ErrExemplarsDisabled) {
-			errs = append(errs, storage.ExemplarError{Index: i, Err: err})
+			errs.add(i, err)
 		}
 	}
-	if len(errs) > 0 {
-		return &storage.AppendPartialError{ExemplarErrors: errs}
-	}
-	return nil
+	return errs.err()
 }
 
 // Commit implements [ExemplarAppender].

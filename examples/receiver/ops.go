@@ -97,9 +97,9 @@ func tsdbFlags(fs *flag.FlagSet, c *tsdbConfig) {
 
 // options applies c to opts.
 func (c tsdbConfig) options(opts *tsdb.Options) {
-	opts.OutOfOrderTimeWindow = c.outOfOrderWindow.Milliseconds()
+	opts.OutOfOrderTimeWindow = time.Duration(c.outOfOrderWindow).Milliseconds()
 	if c.retention > 0 {
-		opts.RetentionDuration = c.retention.Milliseconds()
+		opts.RetentionDuration = time.Duration(c.retention).Milliseconds()
 	}
 	opts.MaxBytes = int64(c.retentionSize)
 }

@@ -156,9 +156,15 @@ type Options struct {
 	EnableTypeAndUnitLabels bool
 
 	// Exemplars is where exemplars go. Nil means the TSDB's own circular
-	// exemplar storage, through storage.ExemplarAppenderV2, as in
-	// Prometheus.
+	// exemplar storage, in the request's transaction, as in Prometheus
+	// (see [Txn.AppendExemplars]).
 	Exemplars ExemplarStore
+
+	// appenderV1 makes a Receiver over a storage with both appenders
+	// append through storage.Appendable even where its
+	// storage.AppenderV2 has AppendExemplars: the path of Prometheus
+	// before v0.316.0, for the tests to run on any release.
+	appenderV1 bool
 
 	// Logger receives one line per rejected request. Nil means none.
 	Logger *slog.Logger
@@ -179,38 +185,39 @@ type ExemplarStore interface {
 // exemplars, then Commit once the TSDB's transaction has committed, or
 // Rollback if it was rolled back or its commit failed.
 //
-// AppendExemplars takes the exemplars of one series: es is sorted by
-// timestamp (exemplar.Compare) and holds no exemplar too far in the
-// future; h is the series, resolved by a, the request's appender. It
-// returns what storage.ExemplarAppenderV2 returns: nil, a
-// *storage.AppendPartialError listing the exemplars it rejected, or
-// another error if it took none. What it takes is stored when Commit is
-// called, and not if Rollback is, as the TSDB does with the exemplars of
-// a transaction.
+// AppendExemplars takes the exemplars of one series: h is the series,
+// resolved in t, the request's transaction; es holds no exemplar too far in
+// the future and is sorted by timestamp (exemplar.Compare) on the 2.0
+// appender, in request order on the 1.0 one (see [Txn]). It returns what
+// [Txn.AppendExemplars] returns: nil, a *storage.AppendPartialError listing
+// the exemplars it rejected, or another error if it took none. What it
+// takes is stored when Commit is called, and not if Rollback is, as the
+// TSDB does with the exemplars of a transaction.
 //
 // An ExemplarAppender is not safe for concurrent use.
 type ExemplarAppender interface {
-	AppendExemplars(a *ingest.AppenderV2, h *ingest.Handle, es []exemplar.Exemplar) error
+	AppendExemplars(t *Txn, h *ingest.Handle, es []exemplar.Exemplar) error
 	Commit()
 	Rollback()
 }
 
 // tsdbExemplars is the TSDB's exemplar storage: the exemplars go into the
-// request's transaction through storage.ExemplarAppenderV2, as Prometheus's
-// handler puts them, and the TSDB's own commit and rollback apply to them.
+// request's transaction, as Prometheus's handler puts them, and the TSDB's
+// own commit and rollback apply to them.
 type tsdbExemplars struct{}
 
 func (tsdbExemplars) NewExemplarAppender() ExemplarAppender { return tsdbExemplars{} }
 
-func (tsdbExemplars) AppendExemplars(a *ingest.AppenderV2, h *ingest.Handle, es []exemplar.Exemplar) error {
-	return a.AppendExemplars(h, es)
+func (tsdbExemplars) AppendExemplars(t *Txn, h *ingest.Handle, es []exemplar.Exemplar) error {
+	return t.AppendExemplars(h, es)
 }
 
 func (tsdbExemplars) Commit()   {}
 func (tsdbExemplars) Rollback() {}
 
 // Receiver is an http.Handler for Prometheus remote write 1.0 and 2.0 over a
-// storage.AppendableV2 such as a tsdb.DB, built from ingestkit's blocks: an
+// storage.AppendableV2 such as a tsdb.DB (through its storage.Appendable
+// before Prometheus v0.316.0: see [Txn]), built from ingestkit's blocks: an
 // [ingest.BodyReader] that reads and snappy-decodes each body into a pooled
 // buffer within limits, an [ingest.Decoder] that walks the protobuf in
 // place and hashes each series' labels from the pairs it gathered, an
@@ -228,6 +235,7 @@ func (tsdbExemplars) Rollback() {}
 // A Receiver is safe for concurrent use by multiple goroutines.
 type Receiver struct {
 	db        storage.AppendableV2
+	db1       storage.Appendable // db, if appended to through storage.Appendable (Txn)
 	body      *ingest.BodyReader
 	cache     *ingest.Cache
 	tracker   *activeseries.Tracker
@@ -333,6 +341,9 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 	}
 	if r.ring != nil {
 		r.stats.owned = make([]atomic.Int64, r.ring.Len())
+	}
+	if opts.appenderV1 || appendsV1(db) {
+		r.db1, _ = db.(storage.Appendable)
 	}
 	r.workers.New = func() any { return r.newWorker() }
 	return r, nil
@@ -474,7 +485,7 @@ func parseContentType(ct string) (remoteapi.WriteMessageType, error) {
 type worker struct {
 	r        *Receiver
 	dec      ingest.Decoder
-	app      *ingest.AppenderV2
+	tx       Txn
 	ex       ExemplarAppender
 	errs     errList
 	h        ingest.Handle // the current series'
@@ -498,6 +509,8 @@ type worker struct {
 	keptEnd     []int
 	keptSamples []ingest.Sample
 	keptErrs    []error
+	// exErrs is appendExemplars' buffer of an exemplar appender's errors.
+	exErrs []error
 	// lastRef is the ref of the plain series appended last at once, while
 	// none is kept: until a series comes whose ref is lower, the request is
 	// in the head's order, and its series are appended at once.
@@ -601,24 +614,20 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 	nowMs := now.UnixMilli()
 	// The appender opens the transaction on r.db itself, which binds the
 	// cache to r.db: refs of another storage are never used.
-	if wk.app == nil {
-		wk.app = ingest.NewAppenderV2(ctx, r.db, r.cache, nowMs)
-	} else {
-		wk.app.Reset(ctx, r.db, nowMs)
-	}
-	if app := wk.app.Wrapped(); !isExemplarAppender(app) {
-		_ = wk.app.Rollback()
+	a := &wk.tx
+	a.open(ctx, r, nowMs)
+	if ok, app := a.hasExemplarAppender(); !ok {
+		_ = a.rollback()
 		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, fmt.Errorf("remote write receiver requires a storage.ExemplarAppenderV2, got %T", app)
 	}
 	wk.errs.reset()
 	c, code, err, commit := wk.appendAll(timestamp.FromTime(now.Add(maxAheadTime)), nowMs, msg == remoteapi.WriteV2MessageType)
-	a := wk.app
 	if !commit {
-		_ = a.Rollback()
+		_ = a.rollback()
 		wk.ex.Rollback()
 		return remoteapi.WriteResponseStats{}, code, err
 	}
-	if cerr := a.Commit(); cerr != nil {
+	if cerr := a.commit(); cerr != nil {
 		wk.ex.Rollback()
 		if msg == remoteapi.WriteV1MessageType {
 			return remoteapi.WriteResponseStats{}, v1Status(cerr), cerr
@@ -631,7 +640,7 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 	st.histograms.Add(int64(c.Histograms))
 	st.exemplars.Add(int64(c.Exemplars))
 	st.series.Add(int64(c.series))
-	st.newSeries.Add(int64(a.Stats().NewSeries))
+	st.newSeries.Add(int64(a.stats().NewSeries))
 	st.invalidSamples.Add(int64(c.invalid))
 	st.refusedSeries.Add(int64(c.refused))
 	st.refusedSamples.Add(int64(c.refusedSamples))
@@ -641,11 +650,6 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 		}
 	}
 	return c.WriteResponseStats, code, err
-}
-
-func isExemplarAppender(app storage.AppenderV2) bool {
-	_, ok := app.(storage.ExemplarAppenderV2)
-	return ok
 }
 
 // v1Status is the status Prometheus's 1.0 handler answers an append error
@@ -718,7 +722,7 @@ func (wk *worker) flushTracked(nowMs int64) {
 // that request order holds between the kept series and the others
 // (BenchmarkReceive, case=resharded-5000).
 func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, code int, _ error, commit bool) {
-	r, d, a := wk.r, &wk.dec, wk.app
+	r, d, a := wk.r, &wk.dec, &wk.tx
 	defer wk.resetKept()
 	// Per-series options, limits and metadata take the one-at-a-time path.
 	keepable := !r.limits && r.maxSeries == 0 && !(v2 && (r.metadata || r.typeUnit))
@@ -804,9 +808,9 @@ func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, 
 		// (TestAllocsPerRequest).
 		var err error
 		if typed {
-			wk.h, err = a.Lookup(&wk.typed)
+			wk.h, err = a.lookupTyped(&wk.typed)
 		} else {
-			wk.h, err = a.Lookup(s)
+			wk.h, err = a.lookup(s)
 		}
 		if err != nil {
 			// Not reached: Lookup refuses only a series with Err, skipped
@@ -847,6 +851,12 @@ func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, 
 		written, code, err, ok := wk.appendFloats(&c, h, samples, maxTime, opts, v2)
 		if !ok {
 			return c, code, err, false
+		}
+		// Prometheus's 1.0 handler up to v0.315 appends a series'
+		// exemplars before its histograms (Txn).
+		exemplarsFirst := a.isV1 && !v2
+		if es := s.Exemplars(); exemplarsFirst && len(es) > 0 {
+			c.Exemplars += wk.appendExemplars(h, es, maxTime, v2)
 		}
 		buckets := -1
 		for _, hs := range hists {
@@ -890,8 +900,12 @@ func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, 
 			// Skipped by the Decoder, as by Prometheus, which answers 400.
 			wk.errs.add(fmt.Errorf("parsing exemplar for series %v: %w", seriesString(h.Labels()), err))
 		}
-		if es := s.Exemplars(); len(es) > 0 {
+		if es := s.Exemplars(); !exemplarsFirst && len(es) > 0 {
 			c.Exemplars += wk.appendExemplars(h, es, maxTime, v2)
+		}
+		if a.isV1 && v2 && r.metadata {
+			// After the exemplars, as Prometheus's handler up to v0.315.
+			a.updateMetadata(h, opts.Metadata)
 		}
 	}
 	if err := d.Err(); err != nil {
@@ -913,7 +927,7 @@ func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, 
 // lookup's error, or the validation's in invalid.
 func (wk *worker) lookupPlain(s *ingest.Series) (lookupErr, invalid error) {
 	var err error
-	if wk.h, err = wk.app.Lookup(s); err != nil {
+	if wk.h, err = wk.tx.lookup(s); err != nil {
 		// Not reached: Lookup refuses only a series with Err.
 		return err, nil
 	}
@@ -954,7 +968,7 @@ func (wk *worker) appendFloat(h *ingest.Handle, smp *ingest.Sample, maxTime int6
 	if smp.Timestamp > maxTime {
 		return errTooFarInFuture
 	}
-	return wk.app.Append(h, smp.StartTimestamp, smp.Timestamp, smp.Value, nil, nil, opts)
+	return wk.tx.appendFloat(h, smp.StartTimestamp, smp.Timestamp, smp.Value, opts)
 }
 
 // sampleResult does with err, the result of appending a float sample of
@@ -992,14 +1006,14 @@ func (wk *worker) appendKept(c *requestCounts, maxTime, nowMs int64, v2 bool) (c
 		return 0, nil, true
 	}
 	defer wk.resetKept()
-	a := wk.app
+	a := &wk.tx
 	wk.keptErrs = slices.Grow(wk.keptErrs[:0], len(wk.keptSamples))[:len(wk.keptSamples)]
 	// 1.0 ends at the first error in request order: once a sample of a
 	// series fails as sampleResult counts a failure, the series after it
 	// need not be appended (their errors are left nil, and the walk below
 	// returns before it reaches them).
 	stop := len(wk.kept)
-	for _, i := range a.AppendOrder(wk.kept) {
+	for _, i := range a.appendOrder(wk.kept) {
 		if i > stop {
 			continue
 		}
@@ -1068,7 +1082,7 @@ func (wk *worker) activeSeries(nowMs int64) int {
 // appendHistogram appends one native histogram sample as Prometheus's
 // time-limit appender does: rejected if too far ahead, reduced to the
 // largest exponential schema if its schema is a reserved larger one.
-func appendHistogram(a *ingest.AppenderV2, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample, opts storage.AOptions) error {
+func appendHistogram(a *Txn, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample, opts storage.AOptions) error {
 	if hs.Timestamp > maxTime {
 		return errTooFarInFuture
 	}
@@ -1082,39 +1096,53 @@ func appendHistogram(a *ingest.AppenderV2, h *ingest.Handle, maxTime int64, hs i
 			return err
 		}
 	}
-	return a.Append(h, hs.StartTimestamp, hs.Timestamp, 0, hs.H, hs.FH, opts)
+	return a.appendHistogram(h, hs.StartTimestamp, hs.Timestamp, hs.H, hs.FH, opts)
 }
 
 // appendExemplars stores a series' exemplars and returns how many were
-// written, as Prometheus's handler counts them: sorted by timestamp, those
-// too far ahead dropped, the rest given to the ExemplarAppender; an
-// out-of-order exemplar is a bad request in 2.0, other errors only lose
-// the exemplars. es is the Decoder's, reordered in place.
+// written, as Prometheus's handler counts them: those too far ahead
+// dropped, the rest given to the ExemplarAppender, sorted by timestamp on
+// the 2.0 appender and in request order on the 1.0 one (Txn); an
+// out-of-order exemplar is a bad request in 2.0, other errors only lose the
+// exemplars. es is the Decoder's, reordered in place.
 func (wk *worker) appendExemplars(h *ingest.Handle, es []exemplar.Exemplar, maxTime int64, v2 bool) int {
-	slices.SortFunc(es, exemplar.Compare)
-	// Sorted, so those too far ahead come last.
 	valid := len(es)
-	for valid > 0 && es[valid-1].Ts > maxTime {
-		valid--
+	if wk.tx.isV1 {
+		// Refused one by one by the handler's time limit.
+		valid = 0
+		for _, e := range es {
+			if e.Ts <= maxTime {
+				es[valid] = e
+				valid++
+			}
+		}
+	} else {
+		slices.SortFunc(es, exemplar.Compare)
+		// Sorted, so those too far ahead come last.
+		for valid > 0 && es[valid-1].Ts > maxTime {
+			valid--
+		}
 	}
-	failed := len(es) - valid
 	if valid == 0 {
 		return 0
 	}
-	err := wk.ex.AppendExemplars(wk.app, h, es[:valid])
+	err := wk.ex.AppendExemplars(&wk.tx, h, es[:valid])
 	if err == nil {
-		return len(es) - failed
+		return valid
 	}
-	pErr, ok := errors.AsType[*storage.AppendPartialError](err)
+	var ok bool
+	wk.exErrs, ok = exemplarErrors(err, wk.exErrs[:0])
 	if !ok {
 		return 0 // Prometheus logs it and counts none; so does the receiver
 	}
-	for _, e := range pErr.ExemplarErrors {
-		if v2 && errors.Is(e.Err, storage.ErrOutOfOrderExemplar) && !wk.errs.full() {
-			wk.errs.add(fmt.Errorf("%w for series %v", e.Err, seriesString(h.Labels())))
+	for _, e := range wk.exErrs {
+		if v2 && errors.Is(e, storage.ErrOutOfOrderExemplar) && !wk.errs.full() {
+			wk.errs.add(fmt.Errorf("%w for series %v", e, seriesString(h.Labels())))
 		}
 	}
-	return max(0, len(es)-failed-len(pErr.ExemplarErrors))
+	n := max(0, valid-len(wk.exErrs))
+	clear(wk.exErrs)
+	return n
 }
 
 // validateLabels checks a new series' labels as Prometheus's handler does,

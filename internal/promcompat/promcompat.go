@@ -2,9 +2,12 @@ package promcompat
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"sync"
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/client_golang/prometheus"
@@ -159,4 +162,32 @@ func ToMetadata(ts writev2.TimeSeries, symbols []string) (m metadata.Metadata, e
 		err, _ = out[1].Interface().(error)
 	}
 	return m, err
+}
+
+// snappyBodyLimit is the limit remoteapi.SnappyDecodeMiddleware puts on a
+// body: 32 MiB, in the client_golang/exp of 2026 on.
+const snappyBodyLimit = 32 << 20
+
+// SnappyMiddlewareLimitsBody reports whether the snappy middleware of
+// remoteapi (client_golang/exp), in front of every remote.NewWriteHandler,
+// answers 413 to a body over 32 MiB, as it does from its 2026 versions on;
+// the version Prometheus v0.309.1 requires reads a body of any size. It
+// finds out by sending the middleware one such body, once per process.
+func SnappyMiddlewareLimitsBody() bool { return limitsBody() }
+
+var limitsBody = sync.OnceValue(func() bool {
+	h := remoteapi.SnappyDecodeMiddleware(slog.New(slog.DiscardHandler))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	req := httptest.NewRequest(http.MethodPost, "/", io.LimitReader(zeros{}, snappyBodyLimit+1))
+	req.Header.Set("Content-Encoding", "snappy")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code == http.StatusRequestEntityTooLarge
+})
+
+// zeros is an io.Reader of zero bytes without end.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
 }

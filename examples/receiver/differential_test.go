@@ -298,6 +298,16 @@ func diffCases(tb testing.TB) []diffCase {
 		{name: "v1 exemplars of a rolled back request", steps: []step{v1Step(tb, []testSeries{A(T + 1000)}), v1Step(tb, []testSeries{withEx(B(T), ex(T, 1)), A(T)})}},
 		{name: "v2 exemplar-only series", steps: []step{v2Step(tb, []testSeries{A(T)}), v2Step(tb, []testSeries{exOnly(T+1000, lsA), B(T)})}},
 		{name: "v2 exemplar too far in the future", steps: []step{v2Step(tb, []testSeries{withEx(A(T), append(ex(T, 1), ex(future, 2)...))})}},
+		// Where Prometheus's handler before v0.316.0 (one exemplar at a
+		// time, in request order, a 1.0 series' before its histograms)
+		// and from v0.316.0 on (sorted, after the histograms) part: the
+		// Receiver follows the release it is built with (Txn).
+		{name: "v1 exemplars out of order in one series", steps: []step{v1Step(tb, []testSeries{withEx(A(T), append(ex(T, 1), ex(T-500, 2)...))})}},
+		{name: "v2 exemplars out of order in one series", steps: []step{v2Step(tb, []testSeries{withEx(A(T), append(ex(T, 1), ex(T-500, 2)...)), B(T)})}},
+		{name: "v2 duplicate exemplars in one series", steps: []step{v2Step(tb, []testSeries{withEx(A(T), append(ex(T, 1), ex(T, 1)...))})}},
+		{name: "v1 exemplars of a new histogram series", steps: []step{v1Step(tb, []testSeries{withEx(testSeries{ls: labels.FromStrings("__name__", "h"), hists: []*histogram.Histogram{tsdbutil.GenerateTestHistogram(1)}, histTs: []int64{T}}, ex(T, 3))})}},
+		{name: "v2 exemplars of a new histogram series", steps: []step{v2Step(tb, []testSeries{withEx(testSeries{ls: labels.FromStrings("__name__", "h"), hists: []*histogram.Histogram{tsdbutil.GenerateTestHistogram(1)}, histTs: []int64{T}}, ex(T, 3))})}},
+		{name: "v2 exemplars of a series whose samples all fail", steps: []step{v2Step(tb, []testSeries{withEx(B(T-4*3600*1000), ex(T, 4)), A(T)})}},
 		{name: "v2 symbol reference out of range, last series", steps: []step{rawV2(tb, T, map[int][]uint32{1: {0, 1000}}, []string{"__name__", "a"}, []string{"__name__", "b"})}, bodyDiffers: []int{0}},
 		{name: "v2 symbol reference out of range, middle series", steps: []step{rawV2(tb, T, map[int][]uint32{1: {0, 1000}}, []string{"__name__", "a"}, []string{"__name__", "b"}, []string{"__name__", "c"})}, bodyDiffers: []int{0}},
 		{name: "v1 truncated protobuf", steps: []step{{body: compress(truncV1[:len(truncV1)/2])}}, bodyDiffers: []int{0}},

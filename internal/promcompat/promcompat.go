@@ -191,3 +191,18 @@ func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
 }
+
+// MetadataRefsChecked reports whether writev2.TimeSeries.ToMetadata of the
+// release in use returns an error for a reference outside the symbols
+// table (v0.312.0 on), rather than panicking, as the handler's does then.
+func MetadataRefsChecked() bool {
+	return reflect.TypeFor[writev2.TimeSeries]().Method(toMetadataIndex()).Type.NumOut() == 2
+}
+
+func toMetadataIndex() int {
+	m, ok := reflect.TypeFor[writev2.TimeSeries]().MethodByName("ToMetadata")
+	if !ok {
+		panic("promcompat: writev2.TimeSeries has no ToMetadata")
+	}
+	return m.Index
+}

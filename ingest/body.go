@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	// The snappy package Prometheus's storage/remote (the remote-write client
-	// and codec.go) imports. Prometheus v0.316.0's receiver middleware
+	// and codec.go) imports. Prometheus's receiver middleware
 	// (client_golang/exp/api/remote) uses github.com/klauspost/compress/snappy,
 	// which delegates to s2 and also accepts s2's "repeat offset" copies; see
 	// [BodyReader.DecodeSnappy].
@@ -24,7 +24,8 @@ const (
 	// snappy-compressed) used when [BodyOptions.MaxBodySize] is zero: 32 MiB,
 	// the limit of Prometheus v0.316.0's own remote-write receiver
 	// (client_golang/exp/api/remote.SnappyDecodeMiddleware reads at most
-	// 32 MiB+1 bytes). A Prometheus sender with the default
+	// 32 MiB+1 bytes from its 2026 versions on; the one Prometheus v0.309.1
+	// requires reads a body of any size). A Prometheus sender with the default
 	// max_samples_per_send of 2000 sends bodies of about 60 KiB (the captured
 	// ones in testdata/remote-write are 38 to 60 KiB).
 	DefaultMaxBodySize = 32 << 20

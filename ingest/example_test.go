@@ -10,14 +10,15 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
+	"github.com/ingestkit/ingestkit/ingest/refcache"
 )
 
 // A receiver keeps one Cache per TSDB across requests. Each request is
 // decoded in place; every series is resolved by the hash computed while
 // decoding, and only the first request, which brings the series, builds
 // labels.
-func ExampleAppenderV2() {
+func Example_decodeAndAppend() {
 	dir, _ := os.MkdirTemp("", "ingestkit-example")
 	defer os.RemoveAll(dir)
 	opts := tsdb.DefaultHeadOptions()
@@ -43,9 +44,9 @@ func ExampleAppenderV2() {
 		return buf
 	}
 
-	cache := ingest.NewCache(ingest.CacheOptions{})
-	var d ingest.Decoder
-	var a *ingest.AppenderV2
+	cache := refcache.New(refcache.Options{})
+	var d decode.Decoder
+	var a *refcache.AppenderV2
 	for i, ts := range []int64{1000, 2000, 3000} {
 		if err := d.Reset(request(ts), remoteapi.WriteV1MessageType); err != nil {
 			panic(err)
@@ -54,7 +55,7 @@ func ExampleAppenderV2() {
 		// the cache to head: a cache used with another storage later
 		// starts empty rather than hand out head's refs.
 		if a == nil {
-			a = ingest.NewAppenderV2(context.Background(), head, cache, ts)
+			a = refcache.NewAppenderV2(context.Background(), head, cache, ts)
 		} else {
 			a.Reset(context.Background(), head, ts)
 		}

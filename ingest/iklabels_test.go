@@ -4,18 +4,21 @@ import (
 	"context"
 	"testing"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/prometheus/prometheus/model/labels"
+
+	"github.com/ingestkit/ingestkit/ingest/decode"
+	"github.com/ingestkit/ingestkit/ingest/refcache"
 	iklabels "github.com/ingestkit/ingestkit/labels"
 )
 
 // A fork with its own decoder passes an iklabels.HashedBuilder to the
 // appenders' Lookup, with no adapter (Example_forkDecoded).
-var _ ingest.SeriesLabels = (*iklabels.HashedBuilder)(nil)
+var _ refcache.SeriesLabels = (*iklabels.HashedBuilder)(nil)
 
 // The interners of package labels, and any iklabels.Interner, are what the
 // Decoder and OwnedMetadata take, whose parameters spell out
 // iklabels.Interner's method set rather than import it.
-var _ = func(d *ingest.Decoder, s *ingest.Series, in iklabels.Interner) {
+var _ = func(d *decode.Decoder, s *decode.Series, in iklabels.Interner) {
 	d.SetInterner(new(iklabels.Table))
 	d.SetInterner(new(iklabels.Unique))
 	d.SetInterner(new(iklabels.Go4))
@@ -48,9 +51,9 @@ func TestHashedBuilderScratchLookup(t *testing.T) {
 	if err := app.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	lookup := func(s ingest.SeriesLabels) func() {
+	lookup := func(s refcache.SeriesLabels) func() {
 		return func() {
-			a := ingest.NewAppender(context.Background(), head, ingest.NewCache(ingest.CacheOptions{}), 2000)
+			a := refcache.NewAppender(context.Background(), head, refcache.New(refcache.Options{}), 2000)
 			h, err := a.Lookup(s)
 			if err != nil || h.Ref() == 0 {
 				t.Fatalf("Lookup = %v, %v; want the head's series", h.Ref(), err)
@@ -64,3 +67,10 @@ func TestHashedBuilderScratchLookup(t *testing.T) {
 		t.Errorf("Lookup of a head's series allocates %v times with ScratchLabels, %v without; want fewer with", with, without)
 	}
 }
+
+// The decoder's series are what the appenders take, with the optional
+// ScratchLabels method.
+var (
+	_ refcache.SeriesLabels                      = (*decode.Series)(nil)
+	_ interface{ ScratchLabels() labels.Labels } = (*decode.Series)(nil)
+)

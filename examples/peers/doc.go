@@ -1,5 +1,5 @@
 // Package peers holds no code of its own, only tests: it decodes the same
-// remote-write requests with ingestkit's ingest.Decoder, with the decoders
+// remote-write requests with ingestkit's decode.Decoder, with the decoders
 // of the fastest peers (VictoriaMetrics's lib/prompb and Mimir's mimirpb),
 // and with Prometheus's generated code, the reference whose label hashes
 // all of them must reproduce. BenchmarkDecode compares their speed and

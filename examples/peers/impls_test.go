@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 )
 
 // A decoder decodes one uncompressed remote-write body (protocol version rw,
@@ -176,7 +176,7 @@ func (p *prometheusDecoder) decodeV2(buf []byte, t *tally) (uint64, error) {
 // no series). Histograms are decoded by Next either way, into
 // histogram.Histograms here and into float series by VictoriaMetrics.
 type ingestkitDecoder struct {
-	d      ingest.Decoder
+	d      decode.Decoder
 	vmWork bool
 }
 

@@ -22,7 +22,7 @@ import (
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 	"github.com/ingestkit/ingestkit/internal/headerfile"
 )
 
@@ -294,15 +294,15 @@ var errCaptureTooLarge = errors.New("receiver: captured request over the limit")
 
 // The limits of readCaptureDir, which reads a directory that a capture
 // wrote but that anyone may have put files in. A body may be as large as
-// the receiver takes by default (ingest.DefaultMaxBodySize); a capture
+// the receiver takes by default (decode.DefaultMaxBodySize); a capture
 // with a larger -max-body-bytes is not replayed by a receiver of default
 // options anyway. A .headers file holds a few lines. The bodies of one
 // directory, which a replay holds in memory with their encodings, are at
 // most maxCaptureDirBytes: some 3000 requests of Prometheus's default
 // size (testdata/remote-write), or 30 times -capture-max's default.
 const (
-	maxCaptureBody     = ingest.DefaultMaxBodySize
-	maxCaptureDecoded  = ingest.DefaultMaxDecodedSize
+	maxCaptureBody     = decode.DefaultMaxBodySize
+	maxCaptureDecoded  = decode.DefaultMaxDecodedSize
 	maxCaptureHeaders  = 64 << 10
 	maxCaptureDirBytes = 1 << 30
 )

@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 
 	"github.com/ingestkit/ingestkit/exemplars"
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/refcache"
 )
 
 // RingExemplars is an [ExemplarStore] that keeps exemplars in an
@@ -58,7 +58,7 @@ type pendingExemplar struct {
 }
 
 // AppendExemplars implements [ExemplarAppender].
-func (x *ringAppender) AppendExemplars(t *Txn, h *ingest.Handle, es []exemplar.Exemplar) error {
+func (x *ringAppender) AppendExemplars(t *Txn, h *refcache.Handle, es []exemplar.Exemplar) error {
 	if err := t.HasSeries(h); err != nil {
 		return err
 	}

@@ -27,7 +27,7 @@ import (
 // an exemplars.Ring, over a TSDB whose exemplar storage is off, and what
 // it and its ring hold is compared too. The input is canonicalised first, unmarshalled and marshalled
 // again with Prometheus's generated code, unknown fields dropped: the
-// decoders differ, as documented on ingest.Decoder, on encodings that no
+// decoders differ, as documented on decode.Decoder, on encodings that no
 // encoder produces (overlong varints, huge field numbers, mismatched
 // groups of unknown fields), which gogo-protobuf accepts, so those are
 // compared in their canonical form.

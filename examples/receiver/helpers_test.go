@@ -14,7 +14,7 @@ import (
 
 	"github.com/prometheus/common/model"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 	"github.com/ingestkit/ingestkit/internal/promcompat"
 
 	"github.com/golang/snappy"
@@ -228,14 +228,14 @@ func dumpMetadata(tb testing.TB, db *tsdb.DB) string {
 }
 
 // unlimitedOracle reports whether s is a body over the Receiver's 32 MiB
-// limit (ingest.DefaultMaxBodySize) that Prometheus's handler, as built,
+// limit (decode.DefaultMaxBodySize) that Prometheus's handler, as built,
 // reads whole: its snappy middleware limits the body from client_golang/exp
 // of 2026 on, and the version Prometheus v0.309.1 requires does not. The
 // Receiver answers 413 either way, which it checks; the caller then skips
 // the step's comparison, as both sides write nothing.
 func unlimitedOracle(tb testing.TB, s step, rK *httptest.ResponseRecorder) bool {
 	tb.Helper()
-	if len(s.body) <= ingest.DefaultMaxBodySize || promcompat.SnappyMiddlewareLimitsBody() {
+	if len(s.body) <= decode.DefaultMaxBodySize || promcompat.SnappyMiddlewareLimitsBody() {
 		return false
 	}
 	if rK.Code != http.StatusRequestEntityTooLarge {

@@ -24,7 +24,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/exemplars"
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
 )
 
@@ -330,7 +330,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	}
 	var h http.Handler = newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg)
 	if c.capture.dir != "" {
-		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(topts.Receiver.MaxBodySize, ingest.DefaultMaxBodySize), c.tenantHeader, logger)
+		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(topts.Receiver.MaxBodySize, decode.DefaultMaxBodySize), c.tenantHeader, logger)
 		if err != nil {
 			return err
 		}

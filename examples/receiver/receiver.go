@@ -21,9 +21,10 @@ import (
 	"github.com/prometheus/prometheus/model/timestamp"
 	"github.com/prometheus/prometheus/storage"
 
-	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/ingest/activeseries"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
+	"github.com/ingestkit/ingestkit/ingest/refcache"
 	iklabels "github.com/ingestkit/ingestkit/labels"
 )
 
@@ -92,7 +93,7 @@ type Options struct {
 	MaxDecodedSize int64
 	// MaxInflightBytes bounds the memory of the request bodies being read
 	// or decoded at once, across all requests
-	// (ingest.BodyOptions.MaxInflightBytes); a request that would go past
+	// (decode.BodyOptions.MaxInflightBytes); a request that would go past
 	// it is answered 503 at once, which Prometheus's sender retries. A
 	// request needs up to MaxBodySize+MaxDecodedSize of it. Zero means no
 	// limit, as in Prometheus; the command sets one (-max-inflight-bytes).
@@ -102,7 +103,7 @@ type Options struct {
 	// above: Receivers that share one, such as those of a process's
 	// tenants, share its in-flight budget, so that MaxInflightBytes bounds
 	// the process and not each tenant.
-	BodyReader *ingest.BodyReader
+	BodyReader *decode.BodyReader
 
 	// MaxLabelsPerSeries, MaxLabelNameLength and MaxLabelValueLength
 	// reject, with a 400 that names the series, a series with more labels
@@ -196,7 +197,7 @@ type ExemplarStore interface {
 //
 // An ExemplarAppender is not safe for concurrent use.
 type ExemplarAppender interface {
-	AppendExemplars(t *Txn, h *ingest.Handle, es []exemplar.Exemplar) error
+	AppendExemplars(t *Txn, h *refcache.Handle, es []exemplar.Exemplar) error
 	Commit()
 	Rollback()
 }
@@ -208,7 +209,7 @@ type tsdbExemplars struct{}
 
 func (tsdbExemplars) NewExemplarAppender() ExemplarAppender { return tsdbExemplars{} }
 
-func (tsdbExemplars) AppendExemplars(t *Txn, h *ingest.Handle, es []exemplar.Exemplar) error {
+func (tsdbExemplars) AppendExemplars(t *Txn, h *refcache.Handle, es []exemplar.Exemplar) error {
 	return t.AppendExemplars(h, es)
 }
 
@@ -218,10 +219,10 @@ func (tsdbExemplars) Rollback() {}
 // Receiver is an http.Handler for Prometheus remote write 1.0 and 2.0 over a
 // storage.AppendableV2 such as a tsdb.DB (through its storage.Appendable
 // before Prometheus v0.316.0: see [Txn]), built from ingestkit's blocks: an
-// [ingest.BodyReader] that reads and snappy-decodes each body into a pooled
-// buffer within limits, an [ingest.Decoder] that walks the protobuf in
+// [decode.BodyReader] that reads and snappy-decodes each body into a pooled
+// buffer within limits, an [decode.Decoder] that walks the protobuf in
 // place and hashes each series' labels from the pairs it gathered, an
-// [ingest.AppenderV2] that finds series the TSDB holds in an [ingest.Cache] by
+// [refcache.AppenderV2] that finds series the TSDB holds in an [refcache.Cache] by
 // that hash (or by the pairs alone, for a series in the order of the last
 // request), an [iklabels.Table] that interns the strings of new series (in
 // the slicelabels build), an [activeseries.Tracker] of active series, and
@@ -236,8 +237,8 @@ func (tsdbExemplars) Rollback() {}
 type Receiver struct {
 	db        storage.AppendableV2
 	db1       storage.Appendable // db, if appended to through storage.Appendable (Txn)
-	body      *ingest.BodyReader
-	cache     *ingest.Cache
+	body      *decode.BodyReader
+	cache     *refcache.Cache
 	tracker   *activeseries.Tracker
 	ring      *hashring.Ring
 	tenant    string
@@ -290,15 +291,15 @@ type Stats struct {
 	ActiveSeries   int   // series seen since the last Purge that could drop them
 	// Cache is the ref cache's counts: its entries (Cache.Len), hits,
 	// misses, stores and purges.
-	Cache ingest.CacheStats
+	Cache refcache.Stats
 	// Owned counts the series of each ring endpoint, by address, once per
 	// request and replica; nil without a ring.
 	Owned map[string]int64
 }
 
 // newBodyReader returns a BodyReader with the limits of opts.
-func newBodyReader(opts Options) *ingest.BodyReader {
-	return ingest.NewBodyReader(ingest.BodyOptions{
+func newBodyReader(opts Options) *decode.BodyReader {
+	return decode.NewBodyReader(decode.BodyOptions{
 		MaxBodySize: opts.MaxBodySize, MaxDecodedSize: opts.MaxDecodedSize, MaxInflightBytes: opts.MaxInflightBytes,
 	})
 }
@@ -316,7 +317,7 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 	r := &Receiver{
 		db:        db,
 		body:      body,
-		cache:     ingest.NewCache(ingest.CacheOptions{}),
+		cache:     refcache.New(refcache.Options{}),
 		tracker:   tracker,
 		ring:      opts.Ring,
 		tenant:    opts.Tenant,
@@ -330,7 +331,7 @@ func NewReceiver(db storage.AppendableV2, opts Options) (*Receiver, error) {
 		maxSeries: opts.MaxSeries,
 		symbols:   labels.NewSymbolTable(),
 	}
-	r.maxBody, r.maxDecoded = cmp.Or(opts.MaxBodySize, ingest.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, ingest.DefaultMaxDecodedSize)
+	r.maxBody, r.maxDecoded = cmp.Or(opts.MaxBodySize, decode.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, decode.DefaultMaxDecodedSize)
 	r.maxInflight = opts.MaxInflightBytes
 	r.limits = r.maxLabels > 0 || r.maxName > 0 || r.maxValue > 0
 	if r.exemplars == nil {
@@ -413,14 +414,14 @@ func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	buf, err := r.body.ReadRequest(req)
 	switch {
-	case errors.Is(err, ingest.ErrBodyTooLarge):
+	case errors.Is(err, decode.ErrBodyTooLarge):
 		// Prometheus's words.
 		r.fail(w, http.StatusRequestEntityTooLarge, fmt.Errorf("request body exceeds the %v bytes limit", r.maxBody))
 		return
-	case errors.Is(err, ingest.ErrDecodedTooLarge):
+	case errors.Is(err, decode.ErrDecodedTooLarge):
 		r.fail(w, http.StatusBadRequest, fmt.Errorf("decoded size exceeds the %v bytes limit", r.maxDecoded))
 		return
-	case errors.Is(err, ingest.ErrInflightLimit):
+	case errors.Is(err, decode.ErrInflightLimit):
 		// The receiver's memory, not the client, is at fault: a 5xx, which
 		// Prometheus's sender retries with backoff (it drops a batch
 		// answered 429 unless retry_on_http_429 is set).
@@ -484,12 +485,12 @@ func parseContentType(ct string) (remoteapi.WriteMessageType, error) {
 // that decoders and appenders keep their grown buffers.
 type worker struct {
 	r        *Receiver
-	dec      ingest.Decoder
+	dec      decode.Decoder
 	tx       Txn
 	ex       ExemplarAppender
 	errs     errList
-	h        ingest.Handle // the current series'
-	typed    typedSeries   // the current series with type and unit labels
+	h        refcache.Handle // the current series'
+	typed    typedSeries     // the current series with type and unit labels
 	replicas []int
 	owned    []int64 // per ring endpoint, for this request
 
@@ -505,9 +506,9 @@ type worker struct {
 	// The plain series of the request looked up and not yet appended
 	// (appendSeries, appendKept): their handles, where each one's samples end in
 	// keptSamples, and, while appendKept runs, each sample's error.
-	kept        []ingest.Handle
+	kept        []refcache.Handle
 	keptEnd     []int
-	keptSamples []ingest.Sample
+	keptSamples []decode.Sample
 	keptErrs    []error
 	// exErrs is appendExemplars' buffer of an exemplar appender's errors.
 	exErrs []error
@@ -690,7 +691,7 @@ func (wk *worker) appendAll(maxTime, nowMs int64, v2 bool) (c requestCounts, cod
 // in a batch as one by one, but for the tracker's count in the meantime:
 // the receiver flushes the batch before it reads the count (MaxSeries),
 // and before a histogram update, which could be of a series in the batch.
-func (wk *worker) track(h *ingest.Handle, nowMs int64) {
+func (wk *worker) track(h *refcache.Handle, nowMs int64) {
 	n := wk.tracked
 	wk.trackHashes[n], wk.trackLabels[n] = h.Hash(), h.Labels()
 	if wk.tracked = n + 1; wk.tracked == trackBatch {
@@ -925,7 +926,7 @@ func (wk *worker) appendSeries(maxTime, nowMs int64, v2 bool) (c requestCounts, 
 // no exemplars, no error, no per-series options or limits in force), into
 // wk.h, and validates its labels as appendSeries does. It returns the
 // lookup's error, or the validation's in invalid.
-func (wk *worker) lookupPlain(s *ingest.Series) (lookupErr, invalid error) {
+func (wk *worker) lookupPlain(s *decode.Series) (lookupErr, invalid error) {
 	var err error
 	if wk.h, err = wk.tx.lookup(s); err != nil {
 		// Not reached: Lookup refuses only a series with Err.
@@ -940,7 +941,7 @@ func (wk *worker) lookupPlain(s *ingest.Series) (lookupErr, invalid error) {
 }
 
 // appendPlain appends the float samples of h at once.
-func (wk *worker) appendPlain(c *requestCounts, h *ingest.Handle, samples []ingest.Sample, maxTime, nowMs int64, v2 bool) (code int, _ error, ok bool) {
+func (wk *worker) appendPlain(c *requestCounts, h *refcache.Handle, samples []decode.Sample, maxTime, nowMs int64, v2 bool) (code int, _ error, ok bool) {
 	written, code, err, ok := wk.appendFloats(c, h, samples, maxTime, storage.AOptions{}, v2)
 	if ok && written {
 		wk.track(h, nowMs)
@@ -951,7 +952,7 @@ func (wk *worker) appendPlain(c *requestCounts, h *ingest.Handle, samples []inge
 // appendFloats appends the float samples of h one after the other and does
 // with each result what sampleResult does; written is whether any sample
 // was written.
-func (wk *worker) appendFloats(c *requestCounts, h *ingest.Handle, samples []ingest.Sample, maxTime int64, opts storage.AOptions, v2 bool) (written bool, code int, _ error, ok bool) {
+func (wk *worker) appendFloats(c *requestCounts, h *refcache.Handle, samples []decode.Sample, maxTime int64, opts storage.AOptions, v2 bool) (written bool, code int, _ error, ok bool) {
 	for i := range samples {
 		w, code, err, ok := wk.sampleResult(c, h, wk.appendFloat(h, &samples[i], maxTime, opts), v2)
 		if !ok {
@@ -964,7 +965,7 @@ func (wk *worker) appendFloats(c *requestCounts, h *ingest.Handle, samples []ing
 
 // appendFloat appends smp to h, or returns errTooFarInFuture for a sample
 // past maxTime, as Prometheus's handler does.
-func (wk *worker) appendFloat(h *ingest.Handle, smp *ingest.Sample, maxTime int64, opts storage.AOptions) error {
+func (wk *worker) appendFloat(h *refcache.Handle, smp *decode.Sample, maxTime int64, opts storage.AOptions) error {
 	if smp.Timestamp > maxTime {
 		return errTooFarInFuture
 	}
@@ -976,7 +977,7 @@ func (wk *worker) appendFloat(h *ingest.Handle, smp *ingest.Sample, maxTime int6
 // written, counting it; or adds the rejection to a 2.0 partial write; or,
 // for any error in 1.0 and one other than a rejection in 2.0, returns ok
 // false with the status and the error that end the request.
-func (wk *worker) sampleResult(c *requestCounts, h *ingest.Handle, err error, v2 bool) (written bool, code int, _ error, ok bool) {
+func (wk *worker) sampleResult(c *requestCounts, h *refcache.Handle, err error, v2 bool) (written bool, code int, _ error, ok bool) {
 	if err == nil || errors.Is(err, (*storage.AppendPartialError)(nil)) {
 		c.Samples++
 		return true, 0, nil, true
@@ -1051,9 +1052,9 @@ func (wk *worker) appendKept(c *requestCounts, maxTime, nowMs int64, v2 bool) (c
 
 // maxKeptRetained is the most kept series or samples whose buffers a
 // worker keeps from one request to the next, as the Decoder keeps its own
-// (ingest.MaxDecoderRetained); larger ones, which a request of that many
+// (decode.MaxDecoderRetained); larger ones, which a request of that many
 // plain series grew, go to the garbage collector.
-const maxKeptRetained = ingest.MaxDecoderRetained
+const maxKeptRetained = decode.MaxDecoderRetained
 
 // resetKept forgets the kept series, and the labels their handles hold.
 func (wk *worker) resetKept() {
@@ -1082,7 +1083,7 @@ func (wk *worker) activeSeries(nowMs int64) int {
 // appendHistogram appends one native histogram sample as Prometheus's
 // time-limit appender does: rejected if too far ahead, reduced to the
 // largest exponential schema if its schema is a reserved larger one.
-func appendHistogram(a *Txn, h *ingest.Handle, maxTime int64, hs ingest.HistogramSample, opts storage.AOptions) error {
+func appendHistogram(a *Txn, h *refcache.Handle, maxTime int64, hs decode.HistogramSample, opts storage.AOptions) error {
 	if hs.Timestamp > maxTime {
 		return errTooFarInFuture
 	}
@@ -1105,7 +1106,7 @@ func appendHistogram(a *Txn, h *ingest.Handle, maxTime int64, hs ingest.Histogra
 // the 2.0 appender and in request order on the 1.0 one (Txn); an
 // out-of-order exemplar is a bad request in 2.0, other errors only lose the
 // exemplars. es is the Decoder's, reordered in place.
-func (wk *worker) appendExemplars(h *ingest.Handle, es []exemplar.Exemplar, maxTime int64, v2 bool) int {
+func (wk *worker) appendExemplars(h *refcache.Handle, es []exemplar.Exemplar, maxTime int64, v2 bool) int {
 	valid := len(es)
 	if wk.tx.isV1 {
 		// Refused one by one by the handler's time limit.
@@ -1183,7 +1184,7 @@ func seriesString(ls labels.Labels) string {
 
 // checkLimits checks a series against the label limits without building
 // its labels.
-func (r *Receiver) checkLimits(s *ingest.Series) error {
+func (r *Receiver) checkLimits(s *decode.Series) error {
 	n, long, tooLong := 0, "", false
 	s.RangeLabels(func(name, value string) {
 		n++

@@ -15,8 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
 
-	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
+	"github.com/ingestkit/ingestkit/ingest/refcache"
 )
 
 func TestParseContentType(t *testing.T) {
@@ -256,7 +256,7 @@ func TestPurgeResetsInterner(t *testing.T) {
 	}
 	// The second request found its series in the head (GetRef), not in
 	// the purged cache, and stored them again.
-	if got, want := r.Stats().Cache, (ingest.CacheStats{Len: 50, Misses: 100, Stores: 100, Purged: 50}); got != want {
+	if got, want := r.Stats().Cache, (refcache.Stats{Len: 50, Misses: 100, Stores: 100, Purged: 50}); got != want {
 		t.Fatalf("Stats().Cache = %+v, want %+v", got, want)
 	}
 }

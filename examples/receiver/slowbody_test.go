@@ -15,7 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 )
 
 // slowServer serves the receiver's routes on loopback with the command's
@@ -85,7 +85,7 @@ func heapInuse() uint64 {
 // TestSlowBodyAttack is the attack of issue 17: 16 connections to the
 // receiver's HTTP server each announce a body of 32 MiB-1 and send 3 bytes.
 // While they hang, the receiver's heap must stay under the in-flight limit
-// (or, without one, under 16 buffers of ingest.DefaultMaxPreallocSize) plus
+// (or, without one, under 16 buffers of decode.DefaultMaxPreallocSize) plus
 // a small constant; the requests the limit cannot hold are answered 503 at
 // once; and the read timeout closes the others, after which the receiver
 // serves again. Before the body reader grew untrusted bodies as they
@@ -94,8 +94,8 @@ func heapInuse() uint64 {
 func TestSlowBodyAttack(t *testing.T) {
 	const (
 		conns     = 16
-		announced = ingest.DefaultMaxBodySize - 1
-		pinned    = ingest.DefaultMaxPreallocSize // what each hanging request holds
+		announced = decode.DefaultMaxBodySize - 1
+		pinned    = decode.DefaultMaxPreallocSize // what each hanging request holds
 		slack     = 8 << 20                       // connections, goroutines, the TSDB's own
 	)
 	timeouts := config{readHeaderTimeout: time.Second, readTimeout: 1500 * time.Millisecond, idleTimeout: time.Second}
@@ -266,8 +266,8 @@ func TestSlowBodyAttackTenants(t *testing.T) {
 	const (
 		conns     = 8
 		hang      = 4
-		announced = ingest.DefaultMaxBodySize - 1
-		pinned    = ingest.DefaultMaxPreallocSize
+		announced = decode.DefaultMaxBodySize - 1
+		pinned    = decode.DefaultMaxPreallocSize
 	)
 	ro := Options{MaxInflightBytes: hang * pinned}
 	ro.BodyReader = newBodyReader(ro)

@@ -12,7 +12,8 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/storage"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
+	"github.com/ingestkit/ingestkit/ingest/refcache"
 )
 
 // exemplarAppenderV2 is the method of storage.ExemplarAppenderV2, which
@@ -39,9 +40,9 @@ func appendsV1(db storage.AppendableV2) bool {
 }
 
 // Txn is the transaction of one request on a Receiver's storage, through
-// one of package ingest's two appenders: an [ingest.AppenderV2] when the
+// one of package ingest's two appenders: an [refcache.AppenderV2] when the
 // storage's storage.AppenderV2 has AppendExemplars (Prometheus v0.316.0 on),
-// whose handler the Receiver then answers as; else an [ingest.Appender] over
+// whose handler the Receiver then answers as; else an [refcache.Appender] over
 // its storage.Appender, whose handler up to v0.315 appends through it, and
 // whose answers the Receiver gives then. The two differ only in where
 // exemplars and metadata go and in the order of a 1.0 series' exemplars and
@@ -49,8 +50,8 @@ func appendsV1(db storage.AppendableV2) bool {
 //
 // A Txn is its worker's and not safe for concurrent use.
 type Txn struct {
-	v2 *ingest.AppenderV2
-	v1 *ingest.Appender
+	v2 *refcache.AppenderV2
+	v1 *refcache.Appender
 	// isV1 says which of the two the current transaction is on.
 	isV1 bool
 }
@@ -61,11 +62,11 @@ func (t *Txn) open(ctx context.Context, r *Receiver, nowMs int64) {
 	t.isV1 = r.db1 != nil
 	switch {
 	case t.isV1 && t.v1 == nil:
-		t.v1 = ingest.NewAppender(ctx, r.db1, r.cache, nowMs)
+		t.v1 = refcache.NewAppender(ctx, r.db1, r.cache, nowMs)
 	case t.isV1:
 		t.v1.Reset(ctx, r.db1, nowMs)
 	case t.v2 == nil:
-		t.v2 = ingest.NewAppenderV2(ctx, r.db, r.cache, nowMs)
+		t.v2 = refcache.NewAppenderV2(ctx, r.db, r.cache, nowMs)
 	default:
 		t.v2.Reset(ctx, r.db, nowMs)
 	}
@@ -84,21 +85,21 @@ func (t *Txn) hasExemplarAppender() (bool, any) {
 	return ok, app
 }
 
-func (t *Txn) lookup(s *ingest.Series) (ingest.Handle, error) {
+func (t *Txn) lookup(s *decode.Series) (refcache.Handle, error) {
 	if t.isV1 {
 		return t.v1.Lookup(s)
 	}
 	return t.v2.Lookup(s)
 }
 
-func (t *Txn) lookupTyped(s *typedSeries) (ingest.Handle, error) {
+func (t *Txn) lookupTyped(s *typedSeries) (refcache.Handle, error) {
 	if t.isV1 {
 		return t.v1.Lookup(s)
 	}
 	return t.v2.Lookup(s)
 }
 
-func (t *Txn) appendOrder(hs []ingest.Handle) []int {
+func (t *Txn) appendOrder(hs []refcache.Handle) []int {
 	if t.isV1 {
 		return t.v1.AppendOrder(hs)
 	}
@@ -108,7 +109,7 @@ func (t *Txn) appendOrder(hs []ingest.Handle) []int {
 // appendFloat appends a float sample. The 1.0 appender takes neither the
 // start timestamp (Prometheus's handler, with its ingestSTZeroSample off,
 // drops it) nor the options, whose metadata goes in updateMetadata.
-func (t *Txn) appendFloat(h *ingest.Handle, st, ts int64, v float64, opts storage.AOptions) error {
+func (t *Txn) appendFloat(h *refcache.Handle, st, ts int64, v float64, opts storage.AOptions) error {
 	if t.isV1 {
 		return t.v1.Append(h, ts, v)
 	}
@@ -117,7 +118,7 @@ func (t *Txn) appendFloat(h *ingest.Handle, st, ts int64, v float64, opts storag
 
 // appendHistogram appends a histogram or float histogram sample, as
 // appendFloat.
-func (t *Txn) appendHistogram(h *ingest.Handle, st, ts int64, hist *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AOptions) error {
+func (t *Txn) appendHistogram(h *refcache.Handle, st, ts int64, hist *histogram.Histogram, fh *histogram.FloatHistogram, opts storage.AOptions) error {
 	if t.isV1 {
 		return t.v1.AppendHistogram(h, ts, hist, fh)
 	}
@@ -127,7 +128,7 @@ func (t *Txn) appendHistogram(h *ingest.Handle, st, ts int64, hist *histogram.Hi
 // updateMetadata gives a series its metadata on the 1.0 appender, as
 // Prometheus's handler up to v0.315 does after the series' exemplars; its
 // error only means the series has no metadata, as there.
-func (t *Txn) updateMetadata(h *ingest.Handle, m metadata.Metadata) {
+func (t *Txn) updateMetadata(h *refcache.Handle, m metadata.Metadata) {
 	_ = t.v1.UpdateMetadata(h, m)
 }
 
@@ -145,7 +146,7 @@ func (t *Txn) rollback() error {
 	return t.v2.Rollback()
 }
 
-func (t *Txn) stats() ingest.AppenderStats {
+func (t *Txn) stats() refcache.AppenderStats {
 	if t.isV1 {
 		return t.v1.Stats()
 	}
@@ -159,7 +160,7 @@ func (t *Txn) stats() ingest.AppenderStats {
 // as Prometheus's handler up to v0.315 appends them. It returns nil, a
 // *storage.AppendPartialError that lists the exemplars refused by their
 // index in es, or, on the 2.0 appender, another error if none was taken.
-func (t *Txn) AppendExemplars(h *ingest.Handle, es []exemplar.Exemplar) error {
+func (t *Txn) AppendExemplars(h *refcache.Handle, es []exemplar.Exemplar) error {
 	if !t.isV1 {
 		return t.v2.AppendExemplars(h, es)
 	}
@@ -175,7 +176,7 @@ func (t *Txn) AppendExemplars(h *ingest.Handle, es []exemplar.Exemplar) error {
 // HasSeries returns nil if the TSDB holds the series of h, and otherwise
 // the error, wrapping storage.ErrNotFound, that the head gives the
 // exemplars of a series it does not hold.
-func (t *Txn) HasSeries(h *ingest.Handle) error {
+func (t *Txn) HasSeries(h *refcache.Handle) error {
 	if !t.isV1 {
 		// The head's own check, with no exemplars.
 		return t.v2.AppendExemplars(h, nil)

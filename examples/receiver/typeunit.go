@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/schema"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 )
 
 // needsTypeAndUnit reports whether Prometheus's handler, with
@@ -23,7 +23,7 @@ func needsTypeAndUnit(m metadata.Metadata) bool {
 // gives it with enableTypeAndUnitLabels: its own labels without any
 // __type__ and __unit__, then __type__ and __unit__ from its metadata
 // (schema.Metadata.AddToLabels), sorted. It is what the worker looks the
-// series up with, in place of the ingest.Series, so that the cache, the
+// series up with, in place of the decode.Series, so that the cache, the
 // TSDB and the tracker see only those labels and their hash: a series is
 // found in the cache by its final labels, never by those it was sent with.
 //
@@ -33,7 +33,7 @@ func needsTypeAndUnit(m metadata.Metadata) bool {
 // request. A typedSeries is its worker's and is not safe for concurrent
 // use.
 type typedSeries struct {
-	s       *ingest.Series
+	s       *decode.Series
 	meta    schema.Metadata // Type and Unit; Unit aliases the request
 	sb      labels.ScratchBuilder
 	scratch labels.Labels // the rewritten labels, in sb's reused buffer
@@ -42,7 +42,7 @@ type typedSeries struct {
 
 // reset makes t the series s with metadata m, for which needsTypeAndUnit
 // holds.
-func (t *typedSeries) reset(s *ingest.Series, m metadata.Metadata) {
+func (t *typedSeries) reset(s *decode.Series, m metadata.Metadata) {
 	t.s, t.meta = s, schema.Metadata{Type: m.Type, Unit: m.Unit}
 	t.sb.Reset()
 	s.RangeLabels(t.addLabel)

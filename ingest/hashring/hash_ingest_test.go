@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
 )
 
@@ -64,7 +64,7 @@ func TestHashDecoder(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for _, tenant := range []string{"", "team-a", strings.Repeat("t", 1500)} {
-				var d ingest.Decoder
+				var d decode.Decoder
 				d.SetTenant(tenant)
 				if err := d.Reset(c.buf, c.msg); err != nil {
 					t.Fatal(err)

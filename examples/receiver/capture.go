@@ -172,7 +172,7 @@ func captureVersion(h http.Header) int {
 	if enc := h.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "snappy") {
 		return 0
 	}
-	switch msg, err := parseContentType(h.Get("Content-Type")); {
+	switch msg, err := remoteapi.ParseProtoMsg(h.Get("Content-Type")); {
 	case err != nil:
 		return 0
 	case msg == remoteapi.WriteV1MessageType:

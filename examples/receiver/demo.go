@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
@@ -110,10 +111,7 @@ func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
 	if err != nil {
 		return err
 	}
-	rcv, err := NewReceiver(dbK, receiverOptions(c, ring, ex, nil))
-	if err != nil {
-		return err
-	}
+	rcv := ingest.NewWriteHandlerV2(nil, dbK, receiverOptions(c, ring, ex))
 	urlK, stopK, err := listen(c.listen, newMux(rcv, dbK, prometheus.NewRegistry()))
 	if err != nil {
 		return err

@@ -237,7 +237,7 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 		}
 		var exK storage.ExemplarQueryable = tn.db
 		if topts.RingExemplars > 0 {
-			exK = tn.r.exemplars.(RingExemplars).Ring
+			exK = tn.exRing
 		}
 		var tk, tp phaseResult
 		tk.series, tp.series = tn.db.Head().NumSeries(), dbsP[id].Head().NumSeries()

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/exemplars"
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/ingest/decode"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
 )
@@ -205,12 +206,12 @@ func newRing(c config) (*hashring.Ring, error) {
 }
 
 // receiverOptions are the Receiver's options from the command line.
-func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring, logger *slog.Logger) Options {
-	var xa ExemplarStore
+func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring) ingest.Options {
+	var xa ingest.ExemplarStore
 	if ex != nil {
-		xa = RingExemplars{ex}
+		xa = ingest.RingExemplars{ex}
 	}
-	return Options{
+	return ingest.Options{
 		MaxInflightBytes:        c.maxInflightBytes,
 		Exemplars:               xa,
 		AppendMetadata:          c.metadataWAL,
@@ -221,13 +222,12 @@ func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring, logger *
 		Ring:                    ring,
 		Tenant:                  c.tenant,
 		MaxSeries:               c.maxSeriesPerTenant,
-		Logger:                  logger,
 	}
 }
 
 // newMux returns the HTTP routes of a single Receiver over db, as the demo
 // runs it: see newRoutes.
-func newMux(r *Receiver, db *tsdb.DB, reg *prometheus.Registry) *http.ServeMux {
+func newMux(r *ingest.WriteHandler, db *tsdb.DB, reg *prometheus.Registry) *http.ServeMux {
 	return newRoutes(r, newCollector(r), func() any { return seriesCount(r, db) }, reg)
 }
 
@@ -270,7 +270,7 @@ type seriesCountResponse struct {
 	NewSeriesBuilt int64            `json:"new_series_built"`
 }
 
-func seriesCount(r *Receiver, db *tsdb.DB) seriesCountResponse {
+func seriesCount(r *ingest.WriteHandler, db *tsdb.DB) seriesCountResponse {
 	s := r.Stats()
 	h := db.Head()
 	return seriesCountResponse{

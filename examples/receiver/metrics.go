@@ -2,37 +2,39 @@ package main
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ingestkit/ingestkit/ingest"
 )
 
 // collector exports a Receiver's [Stats] as Prometheus metrics, read when
 // scraped: the Receiver itself takes no registry.
 type collector struct {
-	r     *Receiver
+	r     *ingest.WriteHandler
 	descs map[string]*prometheus.Desc
 	owned *prometheus.Desc
 }
 
-// counterStats are the monotonic fields of Stats, by metric name.
+// counterStats are the monotonic fields of ingest.Stats, by metric name.
 var counterStats = []struct {
 	name, help string
-	value      func(*Stats) int64
+	value      func(*ingest.Stats) int64
 }{
-	{"requests_total", "Remote-write requests answered.", func(s *Stats) int64 { return s.Requests }},
-	{"rejected_requests_total", "Remote-write requests answered with an error status.", func(s *Stats) int64 { return s.Rejected }},
-	{"samples_total", "Float samples written to the TSDB.", func(s *Stats) int64 { return s.Samples }},
-	{"histograms_total", "Native histogram samples written to the TSDB.", func(s *Stats) int64 { return s.Histograms }},
-	{"exemplars_total", "Exemplars written.", func(s *Stats) int64 { return s.Exemplars }},
-	{"series_received_total", "Series received, once per request.", func(s *Stats) int64 { return s.Series }},
-	{"new_series_total", "Series whose labels were built because neither the ref cache nor the TSDB held them.", func(s *Stats) int64 { return s.NewSeries }},
-	{"invalid_samples_total", "Samples of series rejected for their labels.", func(s *Stats) int64 { return s.InvalidSamples }},
-	{"cache_hits_total", "Series found in the series ref cache.", func(s *Stats) int64 { return s.Cache.Hits }},
-	{"cache_guess_hits_total", "Of the series found in the ref cache, those found as the guess of the series before.", func(s *Stats) int64 { return s.Cache.Guessed }},
-	{"cache_misses_total", "Series not found in the series ref cache, asked of the TSDB.", func(s *Stats) int64 { return s.Cache.Misses }},
-	{"cache_stores_total", "Entries added to or refreshed in the series ref cache.", func(s *Stats) int64 { return s.Cache.Stores }},
-	{"cache_purged_series_total", "Entries dropped from the series ref cache by purges.", func(s *Stats) int64 { return s.Cache.Purged }},
+	{"requests_total", "Remote-write requests answered.", func(s *ingest.Stats) int64 { return s.Requests }},
+	{"rejected_requests_total", "Remote-write requests answered with an error status.", func(s *ingest.Stats) int64 { return s.Rejected }},
+	{"samples_total", "Float samples written to the TSDB.", func(s *ingest.Stats) int64 { return s.Samples }},
+	{"histograms_total", "Native histogram samples written to the TSDB.", func(s *ingest.Stats) int64 { return s.Histograms }},
+	{"exemplars_total", "Exemplars written.", func(s *ingest.Stats) int64 { return s.Exemplars }},
+	{"series_received_total", "Series received, once per request.", func(s *ingest.Stats) int64 { return s.Series }},
+	{"new_series_total", "Series whose labels were built because neither the ref cache nor the TSDB held them.", func(s *ingest.Stats) int64 { return s.NewSeries }},
+	{"invalid_samples_total", "Samples of series rejected for their labels.", func(s *ingest.Stats) int64 { return s.InvalidSamples }},
+	{"cache_hits_total", "Series found in the series ref cache.", func(s *ingest.Stats) int64 { return s.Cache.Hits }},
+	{"cache_guess_hits_total", "Of the series found in the ref cache, those found as the guess of the series before.", func(s *ingest.Stats) int64 { return s.Cache.Guessed }},
+	{"cache_misses_total", "Series not found in the series ref cache, asked of the TSDB.", func(s *ingest.Stats) int64 { return s.Cache.Misses }},
+	{"cache_stores_total", "Entries added to or refreshed in the series ref cache.", func(s *ingest.Stats) int64 { return s.Cache.Stores }},
+	{"cache_purged_series_total", "Entries dropped from the series ref cache by purges.", func(s *ingest.Stats) int64 { return s.Cache.Purged }},
 }
 
-func newCollector(r *Receiver) *collector {
+func newCollector(r *ingest.WriteHandler) *collector {
 	c := &collector{r: r, descs: map[string]*prometheus.Desc{}}
 	for _, m := range counterStats {
 		c.descs[m.name] = prometheus.NewDesc("ingestkit_receiver_"+m.name, m.help, nil, nil)

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/exemplars"
+	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 )
 
 // Tenants' defaults, those of Thanos receive (pkg/receive/handler.go and
@@ -101,7 +103,7 @@ type tenantOptions struct {
 	// Receiver are the options of each tenant's Receiver; the router sets
 	// Tenant (the tenant's ID, which the ring hashes series with) and,
 	// with RingExemplars, Exemplars.
-	Receiver Options
+	Receiver ingest.Options
 	// MaxExemplars is the size of each tenant's TSDB exemplar storage (0:
 	// off).
 	MaxExemplars int64
@@ -170,8 +172,10 @@ type tenant struct {
 	ready chan struct{} // closed once open returned; err, db, r and reg are set before
 	err   error
 	db    *tsdb.DB
-	r     *Receiver
+	r     *ingest.WriteHandler
 	reg   *tenantRegisterer
+	// exRing is the tenant's exemplar ring, with tenantOptions.RingExemplars.
+	exRing *exemplars.Ring
 
 	inflight atomic.Int64 // references held; taken under tenants.mu's read lock
 	lastUsed atomic.Int64 // Unix nanoseconds of the last release, or of the open
@@ -395,9 +399,6 @@ func (tt *tenants) open(tn *tenant) (err error) {
 	tn.db = db
 	opts := tt.opts.Receiver
 	opts.Tenant = tn.id
-	if opts.Logger != nil {
-		opts.Logger = opts.Logger.With("tenant", tn.id)
-	}
 	if tt.opts.RingExemplars > 0 {
 		ring := exemplars.New(tt.opts.RingExemplars, exemplars.Options{})
 		if tn.reg != nil {
@@ -406,11 +407,10 @@ func (tt *tenants) open(tn *tenant) (err error) {
 			// prefix.
 			tn.reg.MustRegister(exemplars.NewCollector(ring, exemplars.CollectorOptions{Prefix: ringMetricsPrefix}))
 		}
-		opts.Exemplars = RingExemplars{ring}
+		opts.Exemplars = ingest.RingExemplars{Ring: ring}
+		tn.exRing = ring
 	}
-	if tn.r, err = NewReceiver(db, opts); err != nil {
-		return err
-	}
+	tn.r = ingest.NewWriteHandlerV2(tt.logger.With("tenant", tn.id), db, opts)
 	tt.logger.Info("tenant opened", "tenant", tn.id, "dir", dir, "head_series", db.Head().NumSeries())
 	return nil
 }
@@ -599,8 +599,12 @@ func tenantOptionsOf(c config, logger *slog.Logger) (tenantOptions, error) {
 	if err != nil {
 		return tenantOptions{}, err
 	}
-	ro := receiverOptions(c, ring, nil, logger)
-	ro.BodyReader = newBodyReader(ro)
+	ro := receiverOptions(c, ring, nil)
+	// One body reader for every tenant: its in-flight budget bounds the
+	// process.
+	ro.BodyReader = decode.NewBodyReader(decode.BodyOptions{
+		MaxBodySize: ro.MaxBodySize, MaxDecodedSize: ro.MaxDecodedSize, MaxInflightBytes: ro.MaxInflightBytes,
+	})
 	return tenantOptions{
 		Header: c.tenantHeader, Default: c.tenant,
 		Receiver:     ro,

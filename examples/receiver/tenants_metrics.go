@@ -2,6 +2,8 @@ package main
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ingestkit/ingestkit/ingest"
 )
 
 // seriesLimitReason is the reason label of what -max-series-per-tenant
@@ -55,7 +57,7 @@ func (c *tenantCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *tenantCollector) Collect(ch chan<- prometheus.Metric) {
-	var s Stats
+	var s ingest.Stats
 	open := 0
 	c.tt.each(func(tn *tenant) {
 		open++

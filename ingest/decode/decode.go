@@ -69,6 +69,7 @@ type Decoder struct {
 	buf  []byte // the request, capacity clipped to its length for fail's offsets
 	msg  remoteapi.WriteMessageType
 	v2   bool
+	long bool     // buf is long enough to hold a label the build cannot (checkLengths)
 	rest []byte   // the top-level fields not read yet
 	err  error    // the first error
 	n    int      // the number of series yielded, for error messages
@@ -141,6 +142,7 @@ func (d *Decoder) Reset(buf []byte, msg remoteapi.WriteMessageType) error {
 		d.syms = d.syms[:0]
 	}
 	d.s.trim()
+	d.long = len(buf) > labelset.MaxString
 	switch msg {
 	case remoteapi.WriteV1MessageType:
 		d.v2 = false
@@ -257,6 +259,9 @@ func (d *Decoder) series(v []byte) bool {
 		d.fail(e)
 		return false
 	}
+	if d.long {
+		d.checkLengths(v)
+	}
 	if d.s.bad != nil {
 		d.s.bad.what = fmt.Sprintf("timeseries %d: %s", d.n, d.s.bad.what)
 		d.s.err = d.format(d.s.bad)
@@ -267,6 +272,40 @@ func (d *Decoder) series(v []byte) bool {
 	}
 	d.n++
 	return true
+}
+
+// checkLengths refuses a label of the series v, or of one of its
+// exemplars, longer than labels.Labels of the build in use can hold
+// (labelset.MaxString): the series gets an error, an exemplar is dropped
+// with one, as for a reference that does not resolve. Only a request
+// longer than labelset.MaxString can hold one, so that Next checks only
+// those.
+func (d *Decoder) checkLengths(v []byte) {
+	s := &d.s
+	if s.bad == nil {
+		for _, p := range s.lb.Pairs {
+			if n := max(len(p.Name), len(p.Value)); n > labelset.MaxString {
+				s.bad = &decodeError{kind: ErrLabelTooLong, at: v, what: fmt.Sprintf("label %.64q of %d bytes, more than %d", p.Name, n, labelset.MaxString)}
+				break
+			}
+		}
+	}
+	kept := s.rawEx[:0]
+	for _, b := range s.rawEx {
+		s.exSet.Reset()
+		if d.v2 {
+			_, _, _ = parseExemplarV2(b, s.syms, &s.exSet)
+		} else {
+			_, _, _ = parseExemplarV1(b, &s.exSet)
+		}
+		if n := s.exSet.MaxLen(); n > labelset.MaxString {
+			s.badEx = append(s.badEx, &decodeError{kind: ErrLabelTooLong, at: b, what: fmt.Sprintf("exemplar label of %d bytes, more than %d", n, labelset.MaxString)})
+			continue
+		}
+		kept = append(kept, b)
+	}
+	clear(s.rawEx[len(kept):])
+	s.rawEx = kept
 }
 
 // Err returns the first error the Decoder met since the last

@@ -80,6 +80,15 @@ var (
 	// which Prometheus's ToLabels, ToExemplar and ToMetadata fail.
 	ErrSymbolRef = errors.New("decode: symbol reference outside the symbols table")
 
+	// ErrLabelTooLong is reported for a series, or an exemplar, with a
+	// label name or value longer than labels.Labels of the build in use can
+	// hold: 16 MiB-1 in the default stringlabels build, whose
+	// labels.ScratchBuilder panics on a longer one; no limit in the
+	// slicelabels and dedupelabels builds. The series has an error
+	// ([Series.Err]) and no labels, and the exemplar is left out, as for
+	// [ErrSymbolRef]: a handler skips them and answers 400.
+	ErrLabelTooLong = errors.New("decode: label longer than the labels build holds")
+
 	// ErrMessageType is returned by [Decoder.Reset] when it is given a
 	// message type other than the two of the remote-write protocols,
 	// prometheus.WriteRequest and io.prometheus.write.v2.Request.

@@ -2,7 +2,11 @@
 
 package labelset
 
-import "github.com/prometheus/prometheus/model/labels"
+import (
+	"math"
+
+	"github.com/prometheus/prometheus/model/labels"
+)
 
 // dropScratch lets go of what Scratch's result refers to: the previous
 // series' bytes. Scratch writes a new result into the ScratchBuilder's own
@@ -34,3 +38,7 @@ func (b *Set) build() labels.Labels {
 	b.fill()
 	return b.sb.Labels()
 }
+
+// MaxString is the longest label name or value that labels.Labels of this
+// build holds: any, as the symbol table holds the strings.
+const MaxString = math.MaxInt

@@ -3,6 +3,7 @@
 package labelset
 
 import (
+	"math"
 	"strings"
 
 	"github.com/prometheus/prometheus/model/labels"
@@ -66,3 +67,7 @@ func (b *Set) build() labels.Labels {
 	}
 	return out
 }
+
+// MaxString is the longest label name or value that labels.Labels of this
+// build holds: any.
+const MaxString = math.MaxInt

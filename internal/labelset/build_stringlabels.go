@@ -26,3 +26,9 @@ func (b *Set) build() labels.Labels {
 	b.fill()
 	return b.sb.Labels()
 }
+
+// MaxString is the longest label name or value that labels.Labels of this
+// build holds: the stringlabels encoding gives a string's length in 3
+// bytes. labels.ScratchBuilder panics on a longer one, and a string of
+// exactly 1<<24 bytes passes its check but has its length encoded as 0.
+const MaxString = 1<<24 - 1

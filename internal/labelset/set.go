@@ -522,3 +522,13 @@ func (b *Set) Scratch() labels.Labels {
 	b.sb.Overwrite(&b.scratch)
 	return b.scratch
 }
+
+// MaxLen returns the length of the longest name or value of the Set's
+// pairs, 0 for none.
+func (b *Set) MaxLen() int {
+	n := 0
+	for _, p := range b.pairs {
+		n = max(n, len(p.name), len(p.value))
+	}
+	return n
+}

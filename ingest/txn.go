@@ -1,4 +1,4 @@
-package main
+package ingest
 
 import (
 	"context"
@@ -23,7 +23,7 @@ type exemplarAppenderV2 interface {
 	AppendExemplars(ref storage.SeriesRef, ls labels.Labels, es []exemplar.Exemplar) (storage.SeriesRef, error)
 }
 
-// appendsV1 reports whether a Receiver over db appends through
+// appendsV1 reports whether a WriteHandler over db appends through
 // storage.Appendable: when db's storage.AppenderV2 has no AppendExemplars
 // (Prometheus before v0.316.0, whose handler appends through
 // storage.Appendable) and db has storage.Appendable, as a *tsdb.DB of every
@@ -58,7 +58,7 @@ type Txn struct {
 
 // open starts the request's transaction on r's storage, marking the series
 // it resolves seen at nowMs.
-func (t *Txn) open(ctx context.Context, r *Receiver, nowMs int64) {
+func (t *Txn) open(ctx context.Context, r *WriteHandler, nowMs int64) {
 	t.isV1 = r.db1 != nil
 	switch {
 	case t.isV1 && t.v1 == nil:

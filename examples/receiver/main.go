@@ -209,7 +209,7 @@ func newRing(c config) (*hashring.Ring, error) {
 func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring) ingest.Options {
 	var xa ingest.ExemplarStore
 	if ex != nil {
-		xa = ingest.RingExemplars{ex}
+		xa = ingest.RingExemplars{Ring: ex}
 	}
 	return ingest.Options{
 		MaxInflightBytes:        c.maxInflightBytes,

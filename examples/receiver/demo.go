@@ -222,12 +222,12 @@ func demoBodies(c config, out io.Writer) ([]encoded, error) {
 	)
 	for round := 0; round < maxRounds && total < demoMaxBytes; round++ {
 		for j, r := range reqs {
-			b, err := r.body(base + int64(round)*demoRoundStep + int64(j)*demoReqStep)
+			b, err := r.Body(base + int64(round)*demoRoundStep + int64(j)*demoReqStep)
 			if err != nil {
 				return nil, err
 			}
-			s, h, e := r.counts()
-			bodies = append(bodies, encoded{msg: r.msg, body: b, samples: s + h, exemplars: e, fromTarget: r.name, exemplarOnly: r.exemplarOnly(), tenant: r.tenant})
+			s, h, e := r.Counts()
+			bodies = append(bodies, encoded{msg: r.Msg, body: b, samples: s + h, exemplars: e, fromTarget: r.Name, exemplarOnly: r.ExemplarOnly(), tenant: r.tenant})
 			total += len(b)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/internal/promcompat"
+	"github.com/ingestkit/ingestkit/internal/workload"
 )
 
 // maxDemoTenantLines is the most tenants the demo prints a line for.
@@ -74,7 +75,7 @@ func syntheticRequests(c config) []*request {
 			if n > 1 {
 				name += "@" + ids[k]
 			}
-			r := typicalRequest(name, msg, typicalSeries(size, fmt.Sprintf("%s-%d", wl, i)))
+			r := &request{Request: workload.Typical(name, msg, workload.TypicalSeries(size, fmt.Sprintf("%s-%d", wl, i)))}
 			if n > 1 {
 				r.tenant = demoTenant{c.tenantHeader, ids[k]}
 			}

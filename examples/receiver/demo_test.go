@@ -115,13 +115,13 @@ func TestSyntheticRequests(t *testing.T) {
 				if i%2 == 1 {
 					wantMsg = remoteapi.WriteV2MessageType
 				}
-				if r.msg != wantMsg {
-					t.Errorf("request %d: %s, want %s", i, r.msg, wantMsg)
+				if r.Msg != wantMsg {
+					t.Errorf("request %d: %s, want %s", i, r.Msg, wantMsg)
 				}
 				if r.tenant.id != "" && r.tenant.header != defaultTenantHeader {
 					t.Errorf("request %d: tenant header %q, want %q", i, r.tenant.header, defaultTenantHeader)
 				}
-				s, _, _ := r.counts()
+				s, _, _ := r.Counts()
 				got = append(got, fmt.Sprintf("%s:%d", r.tenant.id, s))
 			}
 			if strings.Join(got, " ") != strings.Join(tc.want, " ") {

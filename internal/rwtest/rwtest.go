@@ -21,10 +21,12 @@ import (
 	"testing"
 
 	"github.com/golang/snappy"
+	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/prometheus/prompb"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 
 	"github.com/ingestkit/ingestkit/internal/headerfile"
+	"github.com/ingestkit/ingestkit/internal/workload"
 )
 
 // Dir returns the absolute path of the repository's testdata/remote-write
@@ -133,6 +135,27 @@ func DecodeV2(tb testing.TB, path string) *writev2.Request {
 		tb.Fatalf("rwtest: decoding %s as io.prometheus.write.v2.Request: %v", path, err)
 	}
 	return &req
+}
+
+// Requests returns the captured requests of remote-write version 1 or 2
+// (see [Files]) as [workload.Request]s to send again with new timestamps,
+// decoded with Prometheus's generated protobufs and named by their files
+// (rw1-0005), in the order of their names.
+func Requests(tb testing.TB, version int) []*workload.Request {
+	tb.Helper()
+	msg := remoteapi.WriteV1MessageType
+	if version == 2 {
+		msg = remoteapi.WriteV2MessageType
+	}
+	var out []*workload.Request
+	for _, path := range Files(tb, version) {
+		r, err := workload.Decode(strings.TrimSuffix(filepath.Base(path), ".snappy"), msg, Body(tb, path))
+		if err != nil {
+			tb.Fatalf("rwtest: %v", err)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // ColdBytes is the memory that [Cold] spreads a body's copies over: several

@@ -1,9 +1,13 @@
 package ingest_test
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/internal/difftest"
 )
 
 // newTestHead returns an empty head with its chunks in a temporary
@@ -18,4 +22,25 @@ func newTestHead(t testing.TB) *tsdb.Head {
 	}
 	t.Cleanup(func() { head.Close() })
 	return head
+}
+
+// newImpl returns the handler named impl over db with the features f:
+// Prometheus's (difftest.Oracle) or ingestkit's WriteHandler.
+func newImpl(tb testing.TB, impl string, db *tsdb.DB, f difftest.Features) http.Handler {
+	tb.Helper()
+	switch impl {
+	case "prometheus":
+		return difftest.Oracle(db, f)
+	case "ingestkit":
+		return ingest.NewWriteHandlerV2(nil, db, ingest.Options{AppendMetadata: f.AppendMetadata, EnableTypeAndUnitLabels: f.TypeAndUnitLabels})
+	}
+	tb.Fatalf("unknown impl %q", impl)
+	return nil
+}
+
+// newBenchDB opens a tsdb.DB with exemplar storage, closed when the test
+// ends.
+func newBenchDB(tb testing.TB) *tsdb.DB {
+	tb.Helper()
+	return difftest.NewDB(tb, 100_000, false)
 }

@@ -9,6 +9,11 @@ import (
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/internal/difftest"
+	"github.com/ingestkit/ingestkit/internal/rwbench"
+	"github.com/ingestkit/ingestkit/internal/workload"
 )
 
 // The multi-tenant case of BenchmarkReceive: benchTenants tenants of
@@ -29,11 +34,11 @@ func benchTenant(k int) string { return fmt.Sprintf("tenant-%03d", k) }
 // one 1.0 request of benchTenantSeries series for each of benchTenants
 // tenants, request j for tenant j. The tenants have the same label sets,
 // as tenants running the same software do, in TSDBs of their own.
-func tenantRequests(testing.TB) []*request {
-	series := typicalSeries(benchTenantSeries, "")
-	reqs := make([]*request, benchTenants)
+func tenantRequests() []*workload.Request {
+	series := workload.TypicalSeries(benchTenantSeries, "")
+	reqs := make([]*workload.Request, benchTenants)
 	for j := range reqs {
-		reqs[j] = typicalRequest(fmt.Sprintf("typical-%d-%s", benchTenantSeries, benchTenant(j)), remoteapi.WriteV1MessageType, series)
+		reqs[j] = workload.Typical(fmt.Sprintf("typical-%d-%s", benchTenantSeries, benchTenant(j)), remoteapi.WriteV1MessageType, series)
 	}
 	return reqs
 }
@@ -41,12 +46,12 @@ func tenantRequests(testing.TB) []*request {
 // newBenchRequests returns a reusable request for each of reqs; with
 // tenants, request j names tenant benchTenant(j % tenants) in the
 // THANOS-TENANT header.
-func newBenchRequests(reqs []*request, tenants int) []*benchRequest {
-	brs := make([]*benchRequest, len(reqs))
+func newBenchRequests(reqs []*workload.Request, tenants int) []*rwbench.Request {
+	brs := make([]*rwbench.Request, len(reqs))
 	for j, r := range reqs {
-		brs[j] = newBenchRequest(r.msg)
+		brs[j] = rwbench.NewRequest(r.Msg)
 		if tenants > 0 {
-			brs[j].r.Header.Set(defaultTenantHeader, benchTenant(j%tenants))
+			brs[j].R.Header.Set(defaultTenantHeader, benchTenant(j%tenants))
 		}
 	}
 	return brs
@@ -62,7 +67,7 @@ type benchTarget struct {
 
 // newBenchTarget returns the handler named impl: without tenants, over a
 // TSDB of its own (newBenchDB); with tenants, behind a tenant router over
-// one TSDB per tenant, all opened now: for impl=ingestkit the Receiver's
+// one TSDB per tenant, all opened now: for impl=ingestkit the receiver's
 // own router (newTenants), whose tenants share a body reader as serve's
 // do, and for impl=prometheus a benchTenantRouter over one
 // remote.NewWriteHandler per tenant. Everything is closed when tb ends.
@@ -77,13 +82,13 @@ func newBenchTarget(tb testing.TB, impl string, tenants int) benchTarget {
 	case "prometheus":
 		rt := &benchTenantRouter{m: make(map[string]http.Handler, tenants)}
 		for k := range tenants {
-			db := newDB(tb, benchTenantExemplars, false)
+			db := difftest.NewDB(tb, benchTenantExemplars, false)
 			t.dbs[k] = db
 			rt.m[benchTenant(k)] = newImpl(tb, impl, db)
 		}
 		t.h = rt
 	case "ingestkit":
-		var ro Options
+		var ro ingest.Options
 		ro.BodyReader = newBodyReader(ro)
 		tt, err := newTenants(tenantOptions{Dir: tb.TempDir(), Receiver: ro, MaxExemplars: benchTenantExemplars})
 		if err != nil {
@@ -113,20 +118,14 @@ func newBenchTarget(tb testing.TB, impl string, tenants int) benchTarget {
 // requests among reqs (request j is tenant j % len(t.dbs)'s, with series
 // distinct within a tenant) and its latest sample is that of the op at
 // ts.
-func (t benchTarget) checkTenants(tb testing.TB, reqs []*request, ts int64) {
+func (t benchTarget) checkTenants(tb testing.TB, reqs []*workload.Request, ts int64) {
 	tb.Helper()
 	series := make([]uint64, len(t.dbs))
 	maxTime := make([]int64, len(t.dbs))
 	for j, r := range reqs {
 		k := j % len(t.dbs)
-		n := 0
-		if r.v1 != nil {
-			n = len(r.v1.Timeseries)
-		} else {
-			n = len(r.v2.Timeseries)
-		}
-		series[k] += uint64(n)
-		maxTime[k] = max(maxTime[k], ts+int64(j)*benchReqStep)
+		series[k] += uint64(r.Series())
+		maxTime[k] = max(maxTime[k], ts+int64(j)*rwbench.ReqStep)
 	}
 	for k, db := range t.dbs {
 		h := db.Head()
@@ -137,7 +136,7 @@ func (t benchTarget) checkTenants(tb testing.TB, reqs []*request, ts int64) {
 }
 
 // benchTenantRouter routes each request to the handler of its tenant, as
-// the Receiver's router (tenants) does, for Prometheus's handler in
+// the receiver's router (tenants) does, for Prometheus's handler in
 // BenchmarkReceive: it reads and validates the THANOS-TENANT header the
 // same way (tenantOf) and finds the tenant in a map under a read lock.
 // Every tenant is opened up front, so neither router opens one while
@@ -170,22 +169,22 @@ func (rt *benchTenantRouter) ServeHTTP(w http.ResponseWriter, req *http.Request)
 // TSDB: the benchmark's two sides do the same work.
 func TestBenchTenantsIdentical(t *testing.T) {
 	const tenants, ops = 5, 3
-	reqs := tenantRequests(t)[:2*tenants] // two requests for each tenant
+	reqs := tenantRequests()[:2*tenants] // two requests for each tenant
 	base := time.Now().Add(-time.Hour).UnixMilli()
 	targets := map[string]benchTarget{}
 	for _, impl := range []string{"prometheus", "ingestkit"} {
 		target := newBenchTarget(t, impl, tenants)
 		brs := newBenchRequests(reqs, tenants)
 		for op := range ops {
-			for j, body := range encodeOp(t, reqs, base+int64(op)*benchOpStep, nil) {
-				brs[j].serve(target.h, body)
-				brs[j].check(t, false, false, false)
+			for j, body := range rwbench.EncodeOp(t, reqs, base+int64(op)*rwbench.OpStep, nil) {
+				brs[j].Serve(target.h, body)
+				brs[j].Check(t, false, false, false)
 			}
 		}
 		targets[impl] = target
 	}
 	for k := range tenants {
-		gotK, gotP := dumpDB(t, targets["ingestkit"].dbs[k]), dumpDB(t, targets["prometheus"].dbs[k])
+		gotK, gotP := difftest.DumpDB(t, targets["ingestkit"].dbs[k]), difftest.DumpDB(t, targets["prometheus"].dbs[k])
 		if gotK != gotP {
 			t.Errorf("tenant %s: ingestkit's TSDB:\n%.2000s\nPrometheus's:\n%.2000s", benchTenant(k), gotK, gotP)
 		}

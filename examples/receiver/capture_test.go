@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/internal/headerfile"
 	"github.com/ingestkit/ingestkit/internal/rwtest"
 )
@@ -32,7 +34,7 @@ type captureStep struct {
 	captured string // the file name it is captured as, or ""
 }
 
-// TestCapture sends requests through a capturer in front of a Receiver
+// TestCapture sends requests through a capturer in front of a WriteHandler
 // and checks the files: the remote-write requests, until the limit, are
 // written as testdata/remote-write holds them, body byte for byte and
 // only the headers of captureHeaders; the others are not, and every
@@ -73,17 +75,14 @@ func TestCapture(t *testing.T) {
 	run := func(t *testing.T, max int, steps []captureStep) *capturer {
 		t.Helper()
 		db := newBenchDB(t)
-		r, err := NewReceiver(db, Options{MaxBodySize: maxBody})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := ingest.NewWriteHandlerV2(nil, db, ingest.Options{MaxBodySize: maxBody})
 		c, err := newCapturer(dir, max, maxBody, "", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		h := c.wrap(newMux(r, db, prometheus.NewRegistry()))
 		for _, s := range steps {
-			req := httptest.NewRequest(cmpOr(s.method, http.MethodPost), "/api/v1/write", bytes.NewReader(s.body))
+			req := httptest.NewRequest(cmp.Or(s.method, http.MethodPost), "/api/v1/write", bytes.NewReader(s.body))
 			req.Header = s.header.Clone()
 			w := httptest.NewRecorder()
 			h.ServeHTTP(w, req)

@@ -1,7 +1,7 @@
 // Command receiver is a Prometheus remote-write receiver built from
 // ingestkit's blocks over an embedded Prometheus TSDB. It accepts remote
 // write 1.0 and 2.0 on /api/v1/write and answers as Prometheus's own
-// receiver does (see [Receiver]); it serves its metrics on /metrics and what
+// receiver does (see [ingest.WriteHandler]); it serves its metrics on /metrics and what
 // landed on /api/v1/series_count.
 //
 // Its -demo mode starts the receiver on loopback, drives it for a few
@@ -55,20 +55,20 @@
 // Exemplars go to the TSDB's own exemplar storage, which writes them to
 // its WAL and replays them at start, as in Prometheus. With
 // -exemplar-store ring they go to an exemplars.Ring instead (see
-// [RingExemplars]), in less memory, but in memory only: a restart loses
+// [ingest.RingExemplars]), in less memory, but in memory only: a restart loses
 // them. TestServerMode runs each mode as a separate process, through a
 // SIGTERM and a restart on the same -data-dir.
 //
 // The server is multi-tenant, as Thanos receive is: a header
 // (-tenant-header, THANOS-TENANT by default) names each request's tenant,
-// validated as Mimir validates tenant IDs, and each tenant has a Receiver
+// validated as Mimir validates tenant IDs, and each tenant has a WriteHandler
 // and a TSDB of its own in -data-dir/<tenant>, opened on its first request
 // and closed after -tenant-idle without one (tenants.go).
 // -max-series-per-tenant limits each tenant's active series
-// (Options.MaxSeries). TestDifferentialTenants runs the differential test
-// through the router, two tenants at once.
+// (ingest.Options.MaxSeries). TestDifferentialTenants runs package ingest's
+// differential cases (internal/difftest) through the router, two tenants at once.
 //
-// Concurrency: a [Receiver] serves any number of requests at once; each
+// Concurrency: an [ingest.WriteHandler] serves any number of requests at once; each
 // takes a pooled worker (decoder, appender, error list) for its duration,
 // and shares the body reader's buffer pool, the ref cache, the tracker,
 // the interner and the TSDB with the others (those of its tenant, in
@@ -76,11 +76,13 @@
 // state (series the receiver has appended to before), serving a 1.0
 // request of float samples makes 5 allocations, the TSDB's commit
 // included, whatever its size: none per series or sample; a 2.0 one makes
-// 9, with or without the metadata features (TestAllocsPerRequest). New series, histograms and exemplars, which the
+// 9, with or without the metadata features (package ingest's
+// TestAllocsPerRequest). New series, histograms and exemplars, which the
 // TSDB keeps, and the TSDB's new chunks come on top.
 //
-// BenchmarkReceive compares the receiver with Prometheus's handler on the
-// same request bytes, single-tenant and, in case=tenants-100x500, behind
-// the same tenant routing; TestDifferential checks that they answer alike
-// and write the same data.
+// Package ingest's BenchmarkReceive compares the write handler with
+// Prometheus's on the same request bytes, and this command's, of the same
+// name, in case=tenants-100x500, behind the same tenant routing; package
+// ingest's TestDifferential checks that they answer alike and write the
+// same data.
 package main

@@ -17,11 +17,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	config_util "github.com/prometheus/common/config"
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/prompb"
-	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"github.com/prometheus/prometheus/storage/remote"
 
+	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/internal/difftest"
+	"github.com/ingestkit/ingestkit/internal/rwbench"
 	"github.com/ingestkit/ingestkit/internal/rwtest"
+	"github.com/ingestkit/ingestkit/internal/workload"
 )
 
 // replayDirEnv names the capture directory (see -capture-dir) that
@@ -57,11 +59,11 @@ func replayRequest(c capturedRequest) *http.Request {
 }
 
 // checkReplay sends the captured requests, in order, to Prometheus's
-// remote.NewWriteHandler and to the Receiver, each over its own fresh
+// remote.NewWriteHandler and to the WriteHandler, each over its own fresh
 // tsdb.DB, as TestDifferential does, and fails unless both answer each
 // request alike (status, 2.0 written headers, error text) and end with
 // identical TSDBs: series, samples, histograms and exemplars. It returns
-// the status of each request and the dump (dumpDB) of the TSDBs.
+// the status of each request and the dump (difftest.DumpDB) of the TSDBs.
 func checkReplay(tb testing.TB, reqs []capturedRequest) (codes []int, dump string) {
 	tb.Helper()
 	var results [2][]replayResult
@@ -74,15 +76,15 @@ func checkReplay(tb testing.TB, reqs []capturedRequest) (codes []int, dump strin
 			h.ServeHTTP(w, replayRequest(c))
 			results[i] = append(results[i], replayResult{
 				code:    w.Code,
-				written: [3]string{w.Header().Get(headerSamplesWritten), w.Header().Get(headerHistogramsWritten), w.Header().Get(headerExemplarsWritten)},
+				written: [3]string{w.Header().Get(difftest.HeaderSamplesWritten), w.Header().Get(difftest.HeaderHistogramsWritten), w.Header().Get(difftest.HeaderExemplarsWritten)},
 				body:    w.Body.String(),
 			})
 		}
-		dumps[i] = dumpDB(tb, db)
+		dumps[i] = difftest.DumpDB(tb, db)
 	}
 	for j, c := range reqs {
 		p, k := results[0][j], results[1][j]
-		if k.code != p.code || k.written != p.written || !sameErrors(k.body, p.body) {
+		if k.code != p.code || k.written != p.written || !difftest.SameErrors(k.body, p.body) {
 			tb.Errorf("%s: ingestkit answered %d, written %q: %.300s\nPrometheus %d, written %q: %.300s", c.name, k.code, k.written, k.body, p.code, p.written, p.body)
 		}
 		codes = append(codes, p.code)
@@ -110,26 +112,22 @@ func TestReplay(t *testing.T) {
 
 // decodeCaptured decodes a captured request with Prometheus's generated
 // protobufs, for a replay to change its timestamps.
-func decodeCaptured(c capturedRequest) (*request, error) {
+func decodeCaptured(c capturedRequest) (*workload.Request, error) {
 	pb, err := decodeCapturedBody(c.body)
 	if err != nil {
 		return nil, err
 	}
-	r := &request{name: c.name}
-	if c.version == 1 {
-		r.msg, r.v1 = remoteapi.WriteV1MessageType, &prompb.WriteRequest{}
-		err = r.v1.Unmarshal(pb)
-	} else {
-		r.msg, r.v2 = remoteapi.WriteV2MessageType, &writev2.Request{}
-		err = r.v2.Unmarshal(pb)
+	msg := remoteapi.WriteV1MessageType
+	if c.version == 2 {
+		msg = remoteapi.WriteV2MessageType
 	}
-	return r, err
+	return workload.Decode(c.name, msg, pb)
 }
 
-// shift adds delta to every timestamp of the request: samples,
-// histograms and exemplars.
-func (r *request) shift(delta int64) {
-	r.timestamps(func(t *int64, _ bool) { *t += delta })
+// shift adds delta to every timestamp of r: samples, histograms and
+// exemplars.
+func shift(r *workload.Request, delta int64) {
+	r.Timestamps(func(t *int64, _ bool, _ int) { *t += delta })
 }
 
 // timeRange returns the least and the greatest timestamp of the
@@ -137,9 +135,9 @@ func (r *request) shift(delta int64) {
 // which a sender's exposition may date far from its samples (the
 // exemplars of testdata/remote-write are a year older than their
 // samples). An empty range is (MaxInt64, MinInt64).
-func (r *request) timeRange() (lo, hi, exLo, exHi int64) {
+func timeRange(r *workload.Request) (lo, hi, exLo, exHi int64) {
 	lo, hi, exLo, exHi = math.MaxInt64, math.MinInt64, math.MaxInt64, math.MinInt64
-	r.timestamps(func(t *int64, exemplar bool) {
+	r.Timestamps(func(t *int64, exemplar bool, _ int) {
 		if exemplar {
 			exLo, exHi = min(exLo, *t), max(exHi, *t)
 		} else {
@@ -149,41 +147,9 @@ func (r *request) timeRange() (lo, hi, exLo, exHi int64) {
 	return lo, hi, exLo, exHi
 }
 
-// timestamps calls f with every timestamp of the request, and whether it
-// is an exemplar's.
-func (r *request) timestamps(f func(t *int64, exemplar bool)) {
-	if r.v1 != nil {
-		for i := range r.v1.Timeseries {
-			s := &r.v1.Timeseries[i]
-			for j := range s.Samples {
-				f(&s.Samples[j].Timestamp, false)
-			}
-			for j := range s.Histograms {
-				f(&s.Histograms[j].Timestamp, false)
-			}
-			for j := range s.Exemplars {
-				f(&s.Exemplars[j].Timestamp, true)
-			}
-		}
-		return
-	}
-	for i := range r.v2.Timeseries {
-		s := &r.v2.Timeseries[i]
-		for j := range s.Samples {
-			f(&s.Samples[j].Timestamp, false)
-		}
-		for j := range s.Histograms {
-			f(&s.Histograms[j].Timestamp, false)
-		}
-		for j := range s.Exemplars {
-			f(&s.Exemplars[j].Timestamp, true)
-		}
-	}
-}
-
 // BenchmarkReplay replays a directory of captured requests (-capture-dir;
 // $INGESTKIT_REPLAY_DIR, default testdata/remote-write) through
-// Prometheus's remote.NewWriteHandler (impl=prometheus) and the Receiver
+// Prometheus's remote.NewWriteHandler (impl=prometheus) and the WriteHandler
 // (impl=ingestkit), each over its own fresh tsdb.DB, in process as
 // BenchmarkReceive does. Before timing, checkReplay replays the requests
 // as captured through both and fails unless the two TSDBs end identical.
@@ -213,7 +179,7 @@ func BenchmarkReplay(b *testing.B) {
 func benchReplay(b *testing.B, impl string, captured []capturedRequest, codes []int) {
 	// Decoded copies, whose timestamps each op moves; nil where the body
 	// does not decode.
-	reqs := make([]*request, len(captured))
+	reqs := make([]*workload.Request, len(captured))
 	samples := 0
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	exLo, exHi := lo, hi
@@ -223,9 +189,9 @@ func benchReplay(b *testing.B, impl string, captured []capturedRequest, codes []
 			continue
 		}
 		reqs[i] = r
-		s, h, _ := r.counts()
+		s, h, _ := r.Counts()
 		samples += s + h
-		l, u, el, eu := r.timeRange()
+		l, u, el, eu := timeRange(r)
 		lo, hi, exLo, exHi = min(lo, l), max(hi, u), min(exLo, el), max(exHi, eu)
 	}
 	if lo > hi {
@@ -251,13 +217,13 @@ func benchReplay(b *testing.B, impl string, captured []capturedRequest, codes []
 				out[i] = captured[i].body
 				continue
 			}
-			r.shift(delta)
-			body, err := r.appendEncoded(out[i])
+			shift(r, delta)
+			body, err := r.AppendEncoded(out[i])
 			if err != nil {
 				b.Fatal(err)
 			}
 			out[i] = body
-			r.shift(-delta)
+			shift(r, -delta)
 		}
 		delta += span
 		return out
@@ -265,32 +231,29 @@ func benchReplay(b *testing.B, impl string, captured []capturedRequest, codes []
 
 	db := newBenchDB(b)
 	h := newImpl(b, impl, db)
-	brs := make([]*benchRequest, len(captured))
+	brs := make([]*rwbench.Request, len(captured))
 	for i, c := range captured {
-		br := &benchRequest{encoding: c.header.Values("Content-Encoding"), w: benchWriter{h: http.Header{}}}
-		br.r = httptest.NewRequest(http.MethodPost, "/api/v1/write", nil)
-		br.r.Header = c.header.Clone()
-		brs[i] = br
+		brs[i] = rwbench.NewRequestHeader(c.header.Clone())
 	}
 	serve := func(bodies [][]byte) {
 		for i, br := range brs {
-			br.serve(h, bodies[i])
+			br.Serve(h, bodies[i])
 		}
 	}
 	// The first op creates the series, and must be answered as the
 	// requests were in checkReplay.
 	warm := encode(nil)
 	for i, br := range brs {
-		br.serve(h, warm[i])
-		if br.w.code != codes[i] {
-			b.Fatalf("%s moved to now-%v: status %d, want %d as captured: %.300s", captured[i].name, replayBack, br.w.code, codes[i], br.w.body.String())
+		br.Serve(h, warm[i])
+		if br.W.Code != codes[i] {
+			b.Fatalf("%s moved to now-%v: status %d, want %d as captured: %.300s", captured[i].name, replayBack, br.W.Code, codes[i], br.W.Body.String())
 		}
 	}
 	opBytes := 0
 	for _, w := range warm {
 		opBytes += len(w)
 	}
-	queue := make([][][]byte, max(1, min(256, benchQueueBytes/max(opBytes, 1))))
+	queue := make([][][]byte, max(1, min(256, rwbench.QueueBytes/max(opBytes, 1))))
 	for k := range queue {
 		queue[k] = encode(nil)
 	}
@@ -343,7 +306,7 @@ const captureDirEnv = "INGESTKIT_CAPTURE_DIR"
 // histograms, exemplars; and the captured requests of testdata) to the
 // receiver with a capture (-capture-dir), whose files must hold the
 // bodies as sent and the client's headers; then checkReplay replays the
-// directory through Prometheus's handler and the Receiver, whose TSDBs
+// directory through Prometheus's handler and the WriteHandler, whose TSDBs
 // must end identical, and identical to the TSDB of the receiver that
 // took the traffic.
 func TestCaptureReplay(t *testing.T) {
@@ -354,10 +317,7 @@ func TestCaptureReplay(t *testing.T) {
 		t.Fatalf("$%s=%s already holds %d captured requests", captureDirEnv, dir, n)
 	}
 	db := newBenchDB(t)
-	r, err := NewReceiver(db, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := ingest.NewWriteHandlerV2(nil, db, ingest.Options{})
 	cp, err := newCapturer(dir, defaultCaptureMax, 32<<20, "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -389,7 +349,7 @@ func TestCaptureReplay(t *testing.T) {
 		}
 	}
 	_, dump := checkReplay(t, reqs)
-	if live := dumpDB(t, db); live != dump {
+	if live := difftest.DumpDB(t, db); live != dump {
 		t.Errorf("the replay's TSDBs differ from the receiver's that took the traffic:\nreplayed:\n%.3000s\nlive:\n%.3000s", dump, live)
 	}
 }
@@ -400,7 +360,7 @@ type sentRequest struct {
 	body    []byte
 }
 
-// sendWithClient sends, with Prometheus's remote-write client, e2eSeries
+// sendWithClient sends, with Prometheus's remote-write client, difftest.E2ESeries
 // in 1.0 and 2.0, then the captured requests of testdata with new
 // timestamps, and returns the bodies in the order sent. 2.0 requests may
 // be answered with a 400 partial write (the captured ones hold
@@ -421,16 +381,12 @@ func sendWithClient(t *testing.T, rawURL string) []sentRequest {
 		}
 		sent = append(sent, sentRequest{version: v, body: body})
 	}
-	send(1, compress(encodeV1(t, e2eSeries(1, T))))
-	send(2, compress(encodeV2(t, e2eSeries(2, T))))
+	send(1, difftest.Compress(difftest.EncodeV1(t, difftest.E2ESeries(1, T))))
+	send(2, difftest.Compress(difftest.EncodeV2(t, difftest.E2ESeries(2, T))))
 	n := 0
 	for _, v := range []int{1, 2} {
-		rs, err := capturedRequests(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rs {
-			b, err := r.body(T + 10_000 + int64(n)*10)
+		for _, r := range rwtest.Requests(t, v) {
+			b, err := r.Body(T + 10_000 + int64(n)*10)
 			if err != nil {
 				t.Fatal(err)
 			}

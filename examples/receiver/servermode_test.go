@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/prometheus/common/model"
 	"io"
 	"log/slog"
 	"math"
@@ -23,10 +22,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/ingestkit/ingestkit/internal/difftest"
 	"github.com/ingestkit/ingestkit/internal/rwtest"
 )
 
@@ -307,7 +309,7 @@ func postCaptured(t *testing.T, addr string) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		partial := i == 1 && resp.StatusCode == http.StatusBadRequest && resp.Header.Get(headerSamplesWritten) > "0"
+		partial := i == 1 && resp.StatusCode == http.StatusBadRequest && resp.Header.Get(difftest.HeaderSamplesWritten) > "0"
 		if resp.StatusCode != http.StatusNoContent && !partial {
 			t.Fatalf("POST %s = %d, want 204: %.500s", filepath.Base(path), resp.StatusCode, b)
 		}

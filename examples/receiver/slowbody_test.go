@@ -15,7 +15,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/ingest/decode"
+	"github.com/ingestkit/ingestkit/internal/difftest"
 )
 
 // slowServer serves the receiver's routes on loopback with the command's
@@ -24,10 +26,7 @@ import (
 func slowServer(t *testing.T, c config, inflight int64) string {
 	t.Helper()
 	db := newBenchDB(t)
-	r, err := NewReceiver(db, Options{MaxInflightBytes: inflight})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := ingest.NewWriteHandlerV2(nil, db, ingest.Options{MaxInflightBytes: inflight})
 	srv := newServer(c, newMux(r, db, prometheus.NewRegistry()))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -99,7 +98,7 @@ func TestSlowBodyAttack(t *testing.T) {
 		slack     = 8 << 20                       // connections, goroutines, the TSDB's own
 	)
 	timeouts := config{readHeaderTimeout: time.Second, readTimeout: 1500 * time.Millisecond, idleTimeout: time.Second}
-	attack := append(rawPost(announced, contentTypeV1), "abc"...)
+	attack := append(difftest.RawPost(announced, difftest.ContentTypeV1), "abc"...)
 	for _, c := range []struct {
 		inflight int64
 		hang     int // requests the budget holds; the others are answered 503
@@ -189,13 +188,13 @@ func TestSlowBodyAttack(t *testing.T) {
 // status.
 func postValid(t *testing.T, addr string) int {
 	t.Helper()
-	body := v1Step(t, []testSeries{floatSeries(time.Now().UnixMilli(), 1, "__name__", "still_serving")}).body
+	body := difftest.V1Step(t, []difftest.Series{difftest.FloatSeries(time.Now().UnixMilli(), 1, "__name__", "still_serving")}).Body
 	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/v1/write", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", contentTypeV1)
+	req.Header.Set("Content-Type", difftest.ContentTypeV1)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("the receiver no longer serves: %v", err)
@@ -211,7 +210,7 @@ func postValid(t *testing.T, addr string) int {
 func TestServerTimeouts(t *testing.T) {
 	c := config{readHeaderTimeout: 500 * time.Millisecond, readTimeout: 2 * time.Second, idleTimeout: 700 * time.Millisecond}
 	addr := slowServer(t, c, 0)
-	valid := v1Step(t, []testSeries{floatSeries(time.Now().UnixMilli(), 1, "__name__", "a")}).body
+	valid := difftest.V1Step(t, []difftest.Series{difftest.FloatSeries(time.Now().UnixMilli(), 1, "__name__", "a")}).Body
 	for _, tc := range []struct {
 		name  string
 		raw   []byte
@@ -219,7 +218,7 @@ func TestServerTimeouts(t *testing.T) {
 		after time.Duration
 	}{
 		{"headers-unfinished", []byte("POST /api/v1/write HTTP/1.1\r\nHost: receiver\r\n"), false, c.readHeaderTimeout},
-		{"idle-keep-alive", append(rawPost(int64(len(valid)), contentTypeV1), valid...), true, c.idleTimeout},
+		{"idle-keep-alive", append(difftest.RawPost(int64(len(valid)), difftest.ContentTypeV1), valid...), true, c.idleTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := net.Dial("tcp", addr)
@@ -269,7 +268,7 @@ func TestSlowBodyAttackTenants(t *testing.T) {
 		announced = decode.DefaultMaxBodySize - 1
 		pinned    = decode.DefaultMaxPreallocSize
 	)
-	ro := Options{MaxInflightBytes: hang * pinned}
+	ro := ingest.Options{MaxInflightBytes: hang * pinned}
 	ro.BodyReader = newBodyReader(ro)
 	tt := newTestTenants(t, tenantOptions{Receiver: ro})
 	c := config{readHeaderTimeout: time.Second, readTimeout: 3 * time.Second, idleTimeout: time.Second}
@@ -283,7 +282,7 @@ func TestSlowBodyAttackTenants(t *testing.T) {
 	// Every tenant is opened first, so that the attack measures the body
 	// reader and not the opening of TSDBs.
 	for i := range conns {
-		req := v1Step(t, []testSeries{floatSeries(1_700_000_000_000, 1, "__name__", "up")}).request()
+		req := difftest.V1Step(t, []difftest.Series{difftest.FloatSeries(1_700_000_000_000, 1, "__name__", "up")}).Request()
 		req.Header.Set(defaultTenantHeader, fmt.Sprintf("t%d", i))
 		w := httptest.NewRecorder()
 		tt.ServeHTTP(w, req)
@@ -294,7 +293,7 @@ func TestSlowBodyAttackTenants(t *testing.T) {
 	results := make(chan slowResult, conns)
 	for i := range conns {
 		raw := fmt.Appendf(nil, "POST /api/v1/write HTTP/1.1\r\nHost: receiver\r\n%s: t%d\r\nContent-Type: %s\r\nContent-Encoding: snappy\r\nContent-Length: %d\r\n\r\nabc",
-			defaultTenantHeader, i, contentTypeV1, announced)
+			defaultTenantHeader, i, difftest.ContentTypeV1, announced)
 		slowConn(t, ln.Addr().String(), raw, results)
 	}
 	for range conns - hang {

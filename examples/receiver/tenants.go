@@ -585,6 +585,14 @@ func tenantExemplars(c config) (ring, tsdb int64, _ error) {
 	}
 }
 
+// newBodyReader returns a body reader with the limits of opts, for the
+// tenants' handlers to share (ingest.Options.BodyReader).
+func newBodyReader(opts ingest.Options) *decode.BodyReader {
+	return decode.NewBodyReader(decode.BodyOptions{
+		MaxBodySize: opts.MaxBodySize, MaxDecodedSize: opts.MaxDecodedSize, MaxInflightBytes: opts.MaxInflightBytes,
+	})
+}
+
 // tenantOptionsOf returns the tenant options that c's flags ask for, with
 // no Dir yet: c's ring and exemplar store, and each tenant's receiver
 // options with one body reader for every tenant, so that
@@ -602,9 +610,7 @@ func tenantOptionsOf(c config, logger *slog.Logger) (tenantOptions, error) {
 	ro := receiverOptions(c, ring, nil)
 	// One body reader for every tenant: its in-flight budget bounds the
 	// process.
-	ro.BodyReader = decode.NewBodyReader(decode.BodyOptions{
-		MaxBodySize: ro.MaxBodySize, MaxDecodedSize: ro.MaxDecodedSize, MaxInflightBytes: ro.MaxInflightBytes,
-	})
+	ro.BodyReader = newBodyReader(ro)
 	return tenantOptions{
 		Header: c.tenantHeader, Default: c.tenant,
 		Receiver:     ro,

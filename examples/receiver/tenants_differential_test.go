@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/internal/difftest"
 )
 
 // TestDifferentialTenants is TestDifferential through the tenant router,
@@ -25,10 +27,10 @@ func TestDifferentialTenants(t *testing.T) {
 }
 
 func testDifferentialTenants(t *testing.T, store string) {
-	cases := diffCases(t)
+	cases := difftest.Cases(t)
 	for i, ca := range cases {
 		cb := cases[(i+1)%len(cases)]
-		t.Run(ca.name+"+"+cb.name, func(t *testing.T) {
+		t.Run(ca.Name+"+"+cb.Name, func(t *testing.T) {
 			opts := tenantOptions{Default: "a", MaxExemplars: 100_000}
 			if store == "ring" {
 				opts.MaxExemplars, opts.RingExemplars = 0, 100_000
@@ -36,7 +38,7 @@ func testDifferentialTenants(t *testing.T, store string) {
 			tt := newTestTenants(t, opts)
 			byTenant := []struct {
 				id, header string
-				c          diffCase
+				c          difftest.Case
 				dbP        *tsdb.DB
 				p          http.Handler
 			}{{id: "a", c: ca}, {id: "b", header: "b", c: cb}}
@@ -44,28 +46,28 @@ func testDifferentialTenants(t *testing.T, store string) {
 				byTenant[k].dbP = newBenchDB(t)
 				byTenant[k].p = newImpl(t, "prometheus", byTenant[k].dbP)
 			}
-			for j := range max(len(ca.steps), len(cb.steps)) {
+			for j := range max(len(ca.Steps), len(cb.Steps)) {
 				for _, tn := range byTenant {
-					if j >= len(tn.c.steps) {
+					if j >= len(tn.c.Steps) {
 						continue
 					}
-					s := tn.c.steps[j]
+					s := tn.c.Steps[j]
 					rP := httptest.NewRecorder()
-					tn.p.ServeHTTP(rP, s.request())
+					tn.p.ServeHTTP(rP, s.Request())
 					rK := sendTenant(tt, defaultTenantHeader, tn.header, s)
-					if unlimitedOracle(t, s, rK) {
+					if difftest.UnlimitedOracle(t, s, rK) {
 						continue
 					}
 					if rK.Code != rP.Code {
 						t.Fatalf("tenant %s step %d: status %d, Prometheus %d\ningestkit:  %.500s\nprometheus: %.500s", tn.id, j, rK.Code, rP.Code, rK.Body, rP.Body)
 					}
-					for _, h := range []string{headerSamplesWritten, headerHistogramsWritten, headerExemplarsWritten, "Content-Type"} {
+					for _, h := range append(difftest.WrittenHeaders, "Content-Type") {
 						if gk, gp := rK.Header().Values(h), rP.Header().Values(h); strings.Join(gk, ",") != strings.Join(gp, ",") {
 							t.Errorf("tenant %s step %d: %s = %q, Prometheus %q", tn.id, j, h, gk, gp)
 						}
 					}
-					differs := slices.Contains(tn.c.bodyDiffers, j)
-					if !differs && !sameErrors(rK.Body.String(), rP.Body.String()) {
+					differs := slices.Contains(tn.c.BodyDiffers, j)
+					if !differs && !difftest.SameErrors(rK.Body.String(), rP.Body.String()) {
 						t.Errorf("tenant %s step %d: body\n%.1000s\nPrometheus:\n%.1000s", tn.id, j, rK.Body, rP.Body)
 					}
 					if differs && (rK.Body.Len() == 0) != (rP.Body.Len() == 0) {
@@ -80,9 +82,9 @@ func testDifferentialTenants(t *testing.T, store string) {
 				}
 				var exK storage.ExemplarQueryable = dbK
 				if store == "ring" {
-					exK = tt.m[tn.id].r.exemplars.(RingExemplars).Ring
+					exK = tt.m[tn.id].exRing
 				}
-				gotK, gotP := dumpStorage(t, dbK, exK), dumpDB(t, tn.dbP)
+				gotK, gotP := difftest.DumpStorage(t, dbK, exK), difftest.DumpDB(t, tn.dbP)
 				if gotK != gotP {
 					t.Errorf("tenant %s: TSDB after the requests:\n%.3000s\nPrometheus's:\n%.3000s", tn.id, gotK, gotP)
 				}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/prometheus/common/model"
 	"io"
 	"math"
 	"net/http"
@@ -19,6 +18,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/internal/difftest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/model/labels"
@@ -51,8 +55,8 @@ func newTestTenants(t *testing.T, opts tenantOptions) *tenants {
 
 // sendTenant sends s to h as tenant (no header if tenant is "") and returns
 // the response.
-func sendTenant(h http.Handler, header, tenant string, s step) *httptest.ResponseRecorder {
-	req := s.request()
+func sendTenant(h http.Handler, header, tenant string, s difftest.Step) *httptest.ResponseRecorder {
+	req := s.Request()
 	if tenant != "" {
 		req.Header.Set(header, tenant)
 	}
@@ -62,7 +66,7 @@ func sendTenant(h http.Handler, header, tenant string, s step) *httptest.Respons
 }
 
 // mustSend sends s as tenant and requires the status code want.
-func mustSend(t *testing.T, h http.Handler, tenant string, s step, want int) *httptest.ResponseRecorder {
+func mustSend(t *testing.T, h http.Handler, tenant string, s difftest.Step, want int) *httptest.ResponseRecorder {
 	t.Helper()
 	rec := sendTenant(h, defaultTenantHeader, tenant, s)
 	if rec.Code != want {
@@ -136,12 +140,12 @@ func checkSeries(t *testing.T, what string, db *tsdb.DB, want map[string][]strin
 
 // seriesOf is a 1.0 request of one float sample, at ts, for each metric
 // named in names, with the value v.
-func seriesOf(t testing.TB, ts int64, v float64, names ...string) step {
-	var series []testSeries
+func seriesOf(t testing.TB, ts int64, v float64, names ...string) difftest.Step {
+	var series []difftest.Series
 	for _, n := range names {
-		series = append(series, floatSeries(ts, v, "__name__", n, "job", "tenants"))
+		series = append(series, difftest.FloatSeries(ts, v, "__name__", n, "job", "tenants"))
 	}
-	return v1Step(t, series)
+	return difftest.V1Step(t, series)
 }
 
 // seriesKey is the key of readSeries for the metric name of seriesOf.
@@ -206,7 +210,7 @@ func TestTenantsHostileHeader(t *testing.T) {
 		{"two headers", []string{"a", "b"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			req := body.request()
+			req := body.Request()
 			for _, v := range c.values {
 				req.Header.Add(defaultTenantHeader, v)
 			}
@@ -277,7 +281,7 @@ func TestTenantsApart(t *testing.T) {
 }
 
 // TestTenantIdleReopen checks that a tenant closed when idle drops its
-// Receiver and TSDB, and that the next request opens it again with every
+// WriteHandler and TSDB, and that the next request opens it again with every
 // sample it had (WAL replay), a fresh cache and tracker; a tenant in use
 // is not closed.
 func TestTenantIdleReopen(t *testing.T) {
@@ -308,7 +312,7 @@ func TestTenantIdleReopen(t *testing.T) {
 	mustSend(t, tt, "a", seriesOf(t, ts+1, 2, "x", "z"), http.StatusNoContent)
 	tn := tt.m["a"]
 	if tn.r == old {
-		t.Fatal("the reopened tenant has its old Receiver")
+		t.Fatal("the reopened tenant has its old WriteHandler")
 	}
 	if s := tn.r.Stats(); s.ActiveSeries != 2 || s.Cache.Len != 2 || s.Requests != 1 {
 		t.Errorf("reopened tenant's stats = %+v, want 2 active and cached series, 1 request", s)
@@ -467,19 +471,19 @@ func TestTenantsCloseRace(t *testing.T) {
 func TestTenantSeriesLimit(t *testing.T) {
 	for _, v2 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("v2=%v", v2), func(t *testing.T) {
-			tt := newTestTenants(t, tenantOptions{Receiver: Options{MaxSeries: 3}})
+			tt := newTestTenants(t, tenantOptions{Receiver: ingest.Options{MaxSeries: 3}})
 			ts := time.Now().UnixMilli()
-			req := func(ts int64, names ...string) step {
-				var series []testSeries
+			req := func(ts int64, names ...string) difftest.Step {
+				var series []difftest.Series
 				for _, n := range names {
-					s := floatSeries(ts, 1, "__name__", n, "job", "tenants")
-					s.floats = append(s.floats, prompb.Sample{Timestamp: ts + 1, Value: 2})
+					s := difftest.FloatSeries(ts, 1, "__name__", n, "job", "tenants")
+					s.Floats = append(s.Floats, prompb.Sample{Timestamp: ts + 1, Value: 2})
 					series = append(series, s)
 				}
 				if v2 {
-					return v2Step(t, series)
+					return difftest.V2Step(t, series)
 				}
-				return v1Step(t, series)
+				return difftest.V1Step(t, series)
 			}
 			rec := mustSend(t, tt, "a", req(ts, "s1", "s2", "s3", "s4", "s5"), http.StatusBadRequest)
 			if body := rec.Body.String(); !strings.Contains(body, "per-tenant series limit of 3 exceeded") || !strings.Contains(body, `s4`) || !strings.Contains(body, `s5`) {
@@ -570,7 +574,7 @@ func TestTenantsOpenExisting(t *testing.T) {
 // it is opened again.
 func TestTenantsEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	tt := newTestTenants(t, tenantOptions{Registerer: reg, Receiver: Options{MaxSeries: 2}})
+	tt := newTestTenants(t, tenantOptions{Registerer: reg, Receiver: ingest.Options{MaxSeries: 2}})
 	srv := httptest.NewServer(newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg))
 	defer srv.Close()
 	ts := time.Now().UnixMilli()

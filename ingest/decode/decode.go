@@ -548,7 +548,7 @@ func (s *Series) ThanosHash() uint64 {
 // confirms its guess by the labels and takes the hash from the cache calls
 // it, Equal compares the pairs without adding them to the series' label
 // set, which only those accessors read: a guess that holds costs the
-// comparison alone (BenchmarkReceive in examples/receiver, typical-500).
+// comparison alone (BenchmarkReceive in package ingest, typical-500).
 //
 // Equal makes no allocation, as [Series.Hash].
 func (s *Series) Equal(ls labels.Labels) bool { return s.err == nil && s.lb.Equal(ls) }

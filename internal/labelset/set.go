@@ -274,7 +274,7 @@ func (b *Set) writeSorted(ps []labelhash.Pair) {
 // comparison, and skips the copy into the Set's pairs, which only its other
 // methods read. A lookup that confirms a cache's guess by its labels, and
 // takes the hash from the cache, so pays for no more (BenchmarkReceive in
-// examples/receiver, typical-500). The caller must then, before any other
+// package ingest, typical-500). The caller must then, before any other
 // method but EqualSortedPairs of the same ps, give the Set the same ps
 // with AddSortedPairs (or reset it): that adds them without writing them
 // again. It panics on a Set that holds pairs, whose hashers already hold

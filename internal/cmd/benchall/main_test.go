@@ -150,6 +150,26 @@ func TestReplayBenchmarkLeftOut(t *testing.T) {
 	}
 }
 
+// TestReceiveBenchmarks checks that BenchmarkReceive, whose cases are
+// split between package ingest (the write handler's) and the receiver (its
+// multi-tenant case), is found in both.
+func TestReceiveBenchmarks(t *testing.T) {
+	const ingestPackage = "github.com/ingestkit/ingestkit/ingest"
+	pkgs, err := findBenchmarks("", []string{ingestPackage, replayPackage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, p := range pkgs {
+		found[p.importPath] = slices.Contains(p.benchmarks, "BenchmarkReceive")
+	}
+	for _, path := range []string{ingestPackage, replayPackage} {
+		if !found[path] {
+			t.Errorf("findBenchmarks(%s) lacks BenchmarkReceive: %+v", path, pkgs)
+		}
+	}
+}
+
 func TestReplayArgs(t *testing.T) {
 	for _, c := range []struct {
 		c    config

@@ -11,7 +11,7 @@ import (
 
 // The benchmark of -requests, which the other mode leaves out: without
 // -requests it would replay testdata/remote-write, which
-// BenchmarkReceive's captured cases already measure.
+// package ingest's BenchmarkReceive's captured cases already measure.
 const (
 	replayPackage   = "github.com/ingestkit/ingestkit/examples/receiver"
 	replayBenchmark = "BenchmarkReplay"

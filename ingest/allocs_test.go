@@ -1,4 +1,4 @@
-package main
+package ingest_test
 
 import (
 	"fmt"
@@ -7,10 +7,15 @@ import (
 	"time"
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+
+	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/internal/difftest"
+	"github.com/ingestkit/ingestkit/internal/rwbench"
+	"github.com/ingestkit/ingestkit/internal/workload"
 )
 
 // maxAllocsPerRequest is what serving a steady-state 1.0 request of float
-// samples allocates, the receiver's and the TSDB's commit together,
+// samples allocates, the handler's and the TSDB's commit together,
 // whatever the request's size, in every labels build (measured by this
 // test); maxAllocsPerRequestV2 is the same for 2.0, whose response has
 // headers, with or without the metadata features.
@@ -20,42 +25,40 @@ const (
 )
 
 // allocsPerRequest measures the allocations of serving a request of n
-// series the receiver has appended to before, one new sample each, in
-// version msg, with the Receiver's features f over a TSDB that keeps
+// series the handler has appended to before, one new sample each, in
+// version msg, with the WriteHandler's features f over a TSDB that keeps
 // metadata WAL records if f appends metadata.
-func allocsPerRequest(t *testing.T, n int, msg remoteapi.WriteMessageType, f features) float64 {
+func allocsPerRequest(t *testing.T, n int, msg remoteapi.WriteMessageType, f difftest.Features) float64 {
 	t.Helper()
-	r, err := NewReceiver(newTestDB(t, f.appendMetadata), Options{AppendMetadata: f.appendMetadata, EnableTypeAndUnitLabels: f.typeAndUnitLabels})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := typicalRequest("allocs", msg, typicalSeries(n, ""))
+	db := difftest.NewDB(t, 100_000, f.AppendMetadata)
+	h := ingest.NewWriteHandlerV2(nil, db, ingest.Options{AppendMetadata: f.AppendMetadata, EnableTypeAndUnitLabels: f.TypeAndUnitLabels})
+	req := workload.Typical("allocs", msg, workload.TypicalSeries(n, ""))
 	base := time.Now().Add(-time.Hour).UnixMilli()
 	// A sample every 100 ms for 3 s: far from the 120 samples at which the
 	// head cuts a new chunk for each series.
 	bodies := make([][]byte, 30)
 	for k := range bodies {
-		b, err := req.body(base + int64(k)*100)
+		b, err := req.Body(base + int64(k)*100)
 		if err != nil {
 			t.Fatal(err)
 		}
 		bodies[k] = b
 	}
-	br := newBenchRequest(msg)
-	br.serve(r, bodies[0]) // the series, new
-	br.serve(r, bodies[1]) // the pools, warm
+	br := rwbench.NewRequest(msg)
+	br.Serve(h, bodies[0]) // the series, new
+	br.Serve(h, bodies[1]) // the pools, warm
 	k := 2
 	allocs := testing.AllocsPerRun(20, func() {
-		br.serve(r, bodies[k])
-		if br.w.code != http.StatusNoContent {
-			t.Fatalf("status %d: %s", br.w.code, br.w.body.String())
+		br.Serve(h, bodies[k])
+		if br.W.Code != http.StatusNoContent {
+			t.Fatalf("status %d: %s", br.W.Code, br.W.Body.String())
 		}
 		k++
 	})
 	return allocs
 }
 
-// TestAllocsPerRequest checks the receiver's allocation contract: a
+// TestAllocsPerRequest checks the handler's allocation contract: a
 // steady-state request of float samples costs a fixed number of
 // allocations, none per series, in both versions and with the 2.0
 // metadata features (the typical 2.0 series are counters, so that every
@@ -66,14 +69,14 @@ func TestAllocsPerRequest(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		msg remoteapi.WriteMessageType
-		f   features
+		f   difftest.Features
 		max float64
 	}{
-		{remoteapi.WriteV1MessageType, features{}, maxAllocsPerRequest},
-		{remoteapi.WriteV2MessageType, features{}, maxAllocsPerRequestV2},
-		{remoteapi.WriteV2MessageType, features{appendMetadata: true}, maxAllocsPerRequestV2},
-		{remoteapi.WriteV2MessageType, features{typeAndUnitLabels: true}, maxAllocsPerRequestV2},
-		{remoteapi.WriteV2MessageType, features{appendMetadata: true, typeAndUnitLabels: true}, maxAllocsPerRequestV2},
+		{remoteapi.WriteV1MessageType, difftest.Features{}, maxAllocsPerRequest},
+		{remoteapi.WriteV2MessageType, difftest.Features{}, maxAllocsPerRequestV2},
+		{remoteapi.WriteV2MessageType, difftest.Features{AppendMetadata: true}, maxAllocsPerRequestV2},
+		{remoteapi.WriteV2MessageType, difftest.Features{TypeAndUnitLabels: true}, maxAllocsPerRequestV2},
+		{remoteapi.WriteV2MessageType, difftest.Features{AppendMetadata: true, TypeAndUnitLabels: true}, maxAllocsPerRequestV2},
 	} {
 		t.Run(fmt.Sprintf("%s/%v", tc.msg, tc.f), func(t *testing.T) {
 			small, large := allocsPerRequest(t, 100, tc.msg, tc.f), allocsPerRequest(t, 2000, tc.msg, tc.f)

@@ -1,4 +1,4 @@
-package main
+package ingest_test
 
 import (
 	"bufio"
@@ -12,27 +12,27 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/internal/difftest"
 )
 
-// Limits of the receiver under attack.
+// Limits of the handler under attack.
 const (
 	hostileMaxBody    = 4 << 20
 	hostileMaxDecoded = 16 << 20
 )
 
-// hostileServer is a receiver on loopback with body limits, and label
+// hostileServer is a WriteHandler on loopback with body limits, and label
 // limits if limits is true.
-func hostileServer(t *testing.T, limits bool) (*httptest.Server, *Receiver) {
+func hostileServer(t *testing.T, limits bool) (*httptest.Server, *ingest.WriteHandler) {
 	t.Helper()
 	db := newBenchDB(t)
-	opts := Options{MaxBodySize: hostileMaxBody, MaxDecodedSize: hostileMaxDecoded}
+	opts := ingest.Options{MaxBodySize: hostileMaxBody, MaxDecodedSize: hostileMaxDecoded}
 	if limits {
 		opts.MaxLabelsPerSeries, opts.MaxLabelValueLength, opts.MaxLabelNameLength = 100, 64<<10, 1<<10
 	}
-	r, err := NewReceiver(db, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := ingest.NewWriteHandlerV2(nil, db, opts)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 	return srv, r
@@ -69,21 +69,16 @@ func rawExchange(t *testing.T, srv *httptest.Server, raw []byte, closeWrite bool
 	return out
 }
 
-// rawPost is the head of a POST whose Content-Length is cl.
-func rawPost(cl int64, contentType string) []byte {
-	return fmt.Appendf(nil, "POST /api/v1/write HTTP/1.1\r\nHost: receiver\r\nContent-Type: %s\r\nContent-Encoding: snappy\r\nContent-Length: %d\r\n\r\n", contentType, cl)
-}
-
 // checkServing sends a valid request from another client and expects 204.
 func checkServing(t *testing.T, srv *httptest.Server, ts int64) {
 	t.Helper()
-	body := v1Step(t, []testSeries{floatSeries(ts, 1, "__name__", "still_serving")}).body
+	body := difftest.V1Step(t, []difftest.Series{difftest.FloatSeries(ts, 1, "__name__", "still_serving")}).Body
 	req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
 	req.Header.Set("Content-Encoding", "snappy")
-	req.Header.Set("Content-Type", contentTypeV1)
+	req.Header.Set("Content-Type", difftest.ContentTypeV1)
 	resp, err := srv.Client().Do(req)
 	if err != nil {
-		t.Fatalf("the receiver no longer serves: %v", err)
+		t.Fatalf("the handler no longer serves: %v", err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
@@ -92,10 +87,10 @@ func checkServing(t *testing.T, srv *httptest.Server, ts int64) {
 }
 
 // TestHostile sends what a hostile or broken client sends, each to a
-// receiver on loopback with a 4 MiB body limit and a 16 MiB decoded limit,
+// WriteHandler on loopback with a 4 MiB body limit and a 16 MiB decoded limit,
 // and checks the status, that serving the request allocated no more than
 // its bound (runtime.MemStats.TotalAlloc, the whole process's), and that
-// the receiver still serves valid requests afterwards.
+// the handler still serves valid requests afterwards.
 func TestHostile(t *testing.T) {
 	ts := time.Now().Add(-time.Hour).UnixMilli()
 	bigValue := strings.Repeat("v", 10<<20)
@@ -104,12 +99,12 @@ func TestHostile(t *testing.T) {
 	for i := range 100_000 {
 		many = append(many, fmt.Sprintf("l%06d", i), "v")
 	}
-	valid := v1Step(t, []testSeries{floatSeries(ts, 1, "__name__", "a")}).body
-	validV2 := encodeV2(t, []testSeries{floatSeries(ts, 1, "__name__", "a")})
+	valid := difftest.V1Step(t, []difftest.Series{difftest.FloatSeries(ts, 1, "__name__", "a")}).Body
+	validV2 := difftest.EncodeV2(t, []difftest.Series{difftest.FloatSeries(ts, 1, "__name__", "a")})
 
 	cases := []struct {
 		name   string
-		limits bool // the receiver has label limits
+		limits bool // the handler has label limits
 		// Either req (sent with srv.Client) or raw bytes on a connection.
 		req        func(url string) *http.Request
 		raw        []byte
@@ -118,15 +113,15 @@ func TestHostile(t *testing.T) {
 		maxAlloc   uint64 // bytes the exchange may allocate
 	}{
 		{
-			name: "Content-Length 10 GiB", raw: append(rawPost(10<<30, contentTypeV1), valid...),
+			name: "Content-Length 10 GiB", raw: append(difftest.RawPost(10<<30, difftest.ContentTypeV1), valid...),
 			want: http.StatusRequestEntityTooLarge, maxAlloc: 1 << 20,
 		},
 		{
-			name: "snappy header claims 1 TiB", req: post(snappyHeader(1<<40), contentTypeV1),
+			name: "snappy header claims 1 TiB", req: post(difftest.SnappyHeader(1<<40), difftest.ContentTypeV1),
 			want: http.StatusBadRequest, maxAlloc: 1 << 20,
 		},
 		{
-			name: "snappy header claims 1 byte over the decoded limit", req: post(snappyHeader(hostileMaxDecoded+1), contentTypeV1),
+			name: "snappy header claims 1 byte over the decoded limit", req: post(difftest.SnappyHeader(hostileMaxDecoded+1), difftest.ContentTypeV1),
 			want: http.StatusBadRequest, maxAlloc: 1 << 20,
 		},
 		{
@@ -134,38 +129,38 @@ func TestHostile(t *testing.T) {
 			want: http.StatusRequestEntityTooLarge, maxAlloc: 4 * hostileMaxBody, // the body itself, written by the client in this process
 		},
 		{
-			name: "truncated protobuf", req: post(compress(validV2[:len(validV2)-2]), contentTypeV2),
+			name: "truncated protobuf", req: post(difftest.Compress(validV2[:len(validV2)-2]), difftest.ContentTypeV2),
 			want: http.StatusBadRequest, maxAlloc: 1 << 20,
 		},
 		{
-			name: "garbage protobuf", req: post(compress([]byte("\x0a\xff\xff\xff\xff\x0fgarbage")), contentTypeV1),
+			name: "garbage protobuf", req: post(difftest.Compress([]byte("\x0a\xff\xff\xff\xff\x0fgarbage")), difftest.ContentTypeV1),
 			want: http.StatusBadRequest, maxAlloc: 1 << 20,
 		},
 		{
-			name: "symbol reference out of range", req: post(rawV2(t, ts, map[int][]uint32{0: {0, 1 << 30}}, []string{"__name__", "a"}).body, contentTypeV2),
+			name: "symbol reference out of range", req: post(difftest.RawV2(t, ts, map[int][]uint32{0: {0, 1 << 30}}, []string{"__name__", "a"}).Body, difftest.ContentTypeV2),
 			want: http.StatusBadRequest, maxAlloc: 1 << 20,
 		},
 		{
-			name: "label value of 10 MiB, limited", limits: true, req: post(rawV1(t, ts, []string{"__name__", "big", "v", bigValue}).body, contentTypeV1),
+			name: "label value of 10 MiB, limited", limits: true, req: post(difftest.RawV1(t, ts, []string{"__name__", "big", "v", bigValue}).Body, difftest.ContentTypeV1),
 			want: http.StatusBadRequest, maxAlloc: hostileMaxDecoded + hostileMaxBody + 1<<20,
 		},
 		{
-			// Prometheus accepts it; so does the receiver without limits,
+			// Prometheus accepts it; so does the handler without limits,
 			// copying the value once for the TSDB and once to look it up.
-			name: "label value of 10 MiB, no limits", req: post(rawV1(t, ts, []string{"__name__", "big", "v", bigValue}).body, contentTypeV1),
+			name: "label value of 10 MiB, no limits", req: post(difftest.RawV1(t, ts, []string{"__name__", "big", "v", bigValue}).Body, difftest.ContentTypeV1),
 			want: http.StatusNoContent, maxAlloc: 4 * hostileMaxDecoded,
 		},
 		{
-			name: "100k labels in one series, limited", limits: true, req: post(rawV1(t, ts, many).body, contentTypeV1),
+			name: "100k labels in one series, limited", limits: true, req: post(difftest.RawV1(t, ts, many).Body, difftest.ContentTypeV1),
 			want: http.StatusBadRequest, maxAlloc: 4 * hostileMaxDecoded,
 		},
 		{
-			name: "body shorter than its Content-Length", raw: append(rawPost(int64(len(valid)+100), contentTypeV1), valid...), closeWrite: true,
+			name: "body shorter than its Content-Length", raw: append(difftest.RawPost(int64(len(valid)+100), difftest.ContentTypeV1), valid...), closeWrite: true,
 			want: http.StatusBadRequest, maxAlloc: 1 << 20,
 		},
 		{
 			name: "body longer than its Content-Length", req: func(url string) *http.Request {
-				r := post(append(bytes.Clone(valid), "trailing"...), contentTypeV1)(url)
+				r := post(append(bytes.Clone(valid), "trailing"...), difftest.ContentTypeV1)(url)
 				r.ContentLength = int64(len(valid))
 				return r
 			},
@@ -221,7 +216,7 @@ func TestHostile(t *testing.T) {
 // TestHostileSlowClient holds a request open, its body unfinished, and
 // checks that other clients are served meanwhile; then a body that goes on
 // past its Content-Length over the wire: net/http reads the announced
-// bytes, which the receiver writes, and answers the rest, parsed as a next
+// bytes, which the handler writes, and answers the rest, parsed as a next
 // request, with 400.
 func TestHostileSlowClient(t *testing.T) {
 	srv, r := hostileServer(t, false)
@@ -231,14 +226,14 @@ func TestHostileSlowClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := conn.Write(append(rawPost(1<<20, contentTypeV1), "partial"...)); err != nil {
+	if _, err := conn.Write(append(difftest.RawPost(1<<20, difftest.ContentTypeV1), "partial"...)); err != nil {
 		t.Fatal(err)
 	}
 	checkServing(t, srv, ts)
 	conn.Close()
 
-	body := v1Step(t, []testSeries{floatSeries(ts+1, 1, "__name__", "longer")}).body
-	raw := append(rawPost(int64(len(body)), contentTypeV1), body...)
+	body := difftest.V1Step(t, []difftest.Series{difftest.FloatSeries(ts+1, 1, "__name__", "longer")}).Body
+	raw := append(difftest.RawPost(int64(len(body)), difftest.ContentTypeV1), body...)
 	raw = append(raw, "garbage after the body\r\n\r\n"...)
 	resps := rawExchange(t, srv, raw, true, 2)
 	if len(resps) != 2 || resps[0].StatusCode != http.StatusNoContent || resps[1].StatusCode != http.StatusBadRequest {
@@ -270,7 +265,7 @@ func chunked(body []byte) func(url string) *http.Request {
 		r, _ := http.NewRequest(http.MethodPost, url, io.MultiReader(bytes.NewReader(body)))
 		r.ContentLength = -1
 		r.Header.Set("Content-Encoding", "snappy")
-		r.Header.Set("Content-Type", contentTypeV1)
+		r.Header.Set("Content-Type", difftest.ContentTypeV1)
 		return r
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package ingest
 
 import (
 	"net/http"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/prometheus/model/labels"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
+
+	"github.com/ingestkit/ingestkit/internal/difftest"
 )
 
 // TestTypeAndUnitLabelsCache checks that with EnableTypeAndUnitLabels a
@@ -17,30 +19,27 @@ import (
 // other metadata, or none, are another series, never a cache hit on the
 // first one's entry.
 func TestTypeAndUnitLabelsCache(t *testing.T) {
-	db := newTestDB(t, true)
-	r, err := NewReceiver(db, Options{AppendMetadata: true, EnableTypeAndUnitLabels: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := difftest.NewDB(t, 100_000, true)
+	r := NewWriteHandlerV2(nil, db, Options{AppendMetadata: true, EnableTypeAndUnitLabels: true})
 	T := time.Now().Add(-time.Hour).UnixMilli()
-	counter := &testMeta{typ: writev2.Metadata_METRIC_TYPE_COUNTER, help: "requests"}
-	gauge := &testMeta{typ: writev2.Metadata_METRIC_TYPE_GAUGE, unit: "bytes"}
+	counter := &difftest.Meta{Type: writev2.Metadata_METRIC_TYPE_COUNTER, Help: "requests"}
+	gauge := &difftest.Meta{Type: writev2.Metadata_METRIC_TYPE_GAUGE, Unit: "bytes"}
 	for i, tc := range []struct {
-		meta          *testMeta
-		wantNewSeries int64 // the Receiver's total after the request
+		meta          *difftest.Meta
+		wantNewSeries int64 // the WriteHandler's total after the request
 	}{
 		{counter, 1},
 		{counter, 1},
 		{gauge, 2},
-		{&testMeta{}, 3},
+		{&difftest.Meta{}, 3},
 		{counter, 3},
 		{gauge, 3},
-		{&testMeta{}, 3},
+		{&difftest.Meta{}, 3},
 	} {
-		s := floatSeries(T+int64(i)*1000, 1, "__name__", "x", "job", "a")
-		s.meta = tc.meta
+		s := difftest.FloatSeries(T+int64(i)*1000, 1, "__name__", "x", "job", "a")
+		s.Meta = tc.meta
 		w := httptest.NewRecorder()
-		r.ServeHTTP(w, v2Step(t, []testSeries{s}).request())
+		r.ServeHTTP(w, difftest.V2Step(t, []difftest.Series{s}).Request())
 		if w.Code != http.StatusNoContent {
 			t.Fatalf("request %d: status %d: %s", i, w.Code, w.Body)
 		}
@@ -54,7 +53,7 @@ func TestTypeAndUnitLabelsCache(t *testing.T) {
 	if got := r.cache.Len(); got != 3 {
 		t.Errorf("cache.Len() = %d, want 3", got)
 	}
-	stored := dumpDB(t, db)
+	stored := difftest.DumpDB(t, db)
 	for _, ls := range []labels.Labels{
 		labels.FromStrings("__name__", "x", "__type__", "counter", "job", "a"),
 		labels.FromStrings("__name__", "x", "__type__", "gauge", "__unit__", "bytes", "job", "a"),

@@ -1,4 +1,4 @@
-package main
+package ingest_test
 
 import (
 	"bytes"
@@ -12,12 +12,14 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/ingest"
 )
 
-// A Receiver over an embedded TSDB answers a remote write 2.0 request as
-// Prometheus's own receiver does, with the counts of what it wrote.
-func ExampleReceiver() {
-	dir, err := os.MkdirTemp("", "receiver-example")
+// A WriteHandler over an embedded TSDB answers a remote write 2.0 request
+// as Prometheus's own receiver does, with the counts of what it wrote.
+func ExampleWriteHandler() {
+	dir, err := os.MkdirTemp("", "ingest-example")
 	if err != nil {
 		panic(err)
 	}
@@ -27,11 +29,7 @@ func ExampleReceiver() {
 		panic(err)
 	}
 	defer db.Close()
-	r, err := NewReceiver(db, Options{})
-	if err != nil {
-		panic(err)
-	}
-	srv := httptest.NewServer(r)
+	srv := httptest.NewServer(ingest.NewWriteHandlerV2(nil, db, ingest.Options{}))
 	defer srv.Close()
 
 	ts := time.Now().UnixMilli()

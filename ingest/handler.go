@@ -48,7 +48,8 @@ const maxPooledRequest = 4 << 20
 
 // Options are the settings of a [WriteHandler]. The zero value of each
 // field means its documented default, which is what Prometheus's own
-// handler does.
+// handler does. It is a plain value, safe for concurrent use once built
+// and not modified afterwards.
 type Options struct {
 	// AcceptedMessages are the protocol messages answered; a request of
 	// another is refused with 415, as remote.NewWriteHandler does. Nil

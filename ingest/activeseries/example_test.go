@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -131,7 +132,7 @@ func ExampleTracker_ReloadCustomTrackers() {
 	}
 
 	err = tracker.ReloadCustomTrackers([]activeseries.CustomTracker{
-		{Name: "up", Matchers: equal(labels.MetricName, "up")},
+		{Name: "up", Matchers: equal(model.MetricNameLabel, "up")},
 		{Name: "api", Matchers: equal("job", "api")},
 		{Name: "all"}, // no matchers: every series
 	})

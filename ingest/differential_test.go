@@ -1,12 +1,16 @@
 package ingest_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
@@ -101,5 +105,46 @@ func testDifferential(t *testing.T, c difftest.Case, f difftest.Features, store 
 	}
 	if c.Metadata && f.TypeAndUnitLabels && !strings.Contains(gotK, "__type__=") {
 		t.Errorf("TSDB with %v:\n%.1000s", f, gotK)
+	}
+}
+
+// TestDifferentialExemplarEviction sends, in both versions, series with
+// exemplars in an order other than their refs', with plain series between
+// them, to TSDBs whose exemplar storage holds two exemplars: which ones it
+// keeps depends on the order it was given them, request order in
+// Prometheus's handler, which the WriteHandler keeps for the series with
+// exemplars while it appends the others in AppendOrder.
+func TestDifferentialExemplarEviction(t *testing.T) {
+	T := time.Now().Add(-time.Hour).UnixMilli()
+	withEx := func(i int, t int64) difftest.Series {
+		s := difftest.FloatSeries(t, 1, "__name__", fmt.Sprintf("s%d", i))
+		s.Exemplars = []exemplar.Exemplar{{Labels: labels.FromStrings("trace_id", fmt.Sprint(i, "-", t)), Value: 1, Ts: t, HasTs: true}}
+		return s
+	}
+	plain := func(i int, t int64) difftest.Series {
+		return difftest.FloatSeries(t, 1, "__name__", fmt.Sprintf("p%d", i))
+	}
+	first := []difftest.Series{withEx(0, T), plain(0, T), withEx(1, T), plain(1, T), withEx(2, T), plain(2, T)}
+	second := []difftest.Series{plain(2, T+1000), withEx(2, T+1000), plain(1, T+1000), plain(0, T+1000), withEx(1, T+1000), withEx(0, T+1000)}
+	for _, v := range []int{1, 2} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			step := difftest.V1Step
+			if v == 2 {
+				step = difftest.V2Step
+			}
+			dbP, dbK := difftest.NewDBWith(t, tsdb.DefaultOptions(), 2), difftest.NewDBWith(t, tsdb.DefaultOptions(), 2)
+			hP, hK := difftest.Oracle(dbP, difftest.Features{}), ingest.NewWriteHandlerV2(nil, dbK, ingest.Options{})
+			for i, s := range []difftest.Step{step(t, first), step(t, second)} {
+				rP, rK := httptest.NewRecorder(), httptest.NewRecorder()
+				hP.ServeHTTP(rP, s.Request())
+				hK.ServeHTTP(rK, s.Request())
+				if rK.Code != rP.Code || rK.Code != http.StatusNoContent {
+					t.Fatalf("step %d: status %d, Prometheus %d, want 204: %s", i, rK.Code, rP.Code, rK.Body)
+				}
+			}
+			if gotK, gotP := difftest.DumpDB(t, dbK), difftest.DumpDB(t, dbP); gotK != gotP {
+				t.Errorf("TSDB:\n%s\nPrometheus's:\n%s", gotK, gotP)
+			}
+		})
 	}
 }

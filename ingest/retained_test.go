@@ -18,43 +18,49 @@ import (
 )
 
 // TestRetainedBuffersBounded checks that a worker keeps the buffers of a
-// request (its series' handles and records, samples, histograms,
-// exemplars and their errors) from one request to the next, up to
-// maxRetained elements each, emptied, and no more: a request that grew
-// one past maxRetained leaves it, and the buffer paired with it in reset,
-// to the garbage collector. Each shape of request grows some of the
-// buffers to n elements.
+// request (its series' handles, records and append order, samples,
+// histograms, exemplars and their errors) from one request to the next,
+// up to maxRetained elements each, emptied, and no more: a request that
+// grew one past maxRetained leaves it, and the buffer paired with it in
+// reset, to the garbage collector. Each shape of request grows some of
+// the buffers to n elements.
 func TestRetainedBuffersBounded(t *testing.T) {
 	T := time.Now().Add(-time.Hour).UnixMilli()
+	floats := func(n int) []difftest.Series {
+		s := make([]difftest.Series, n)
+		for i := range s {
+			s[i] = difftest.FloatSeries(T, 1, "__name__", "m", "i", fmt.Sprintf("%06d", i))
+		}
+		return s
+	}
 	type buffers map[string]int // capacities by name
 	caps := func(wk *worker) buffers {
 		return buffers{
 			"handles": cap(wk.handles), "recs": cap(wk.recs), "samples": cap(wk.samples), "sampleErrs": cap(wk.sampleErrs),
 			"hists": cap(wk.hists), "histErrs": cap(wk.histErrs), "exs": cap(wk.exs), "preErrs": cap(wk.preErrs),
+			"order": cap(wk.order),
 		}
 	}
 	for _, shape := range []struct {
 		name  string
 		msg   remoteapi.WriteMessageType
+		opts  Options
 		grows []string // the buffers that a request of n elements grows to n
 		// series returns a request of n elements (series, samples...).
 		series func(n int) []difftest.Series
 	}{
-		{"series", remoteapi.WriteV1MessageType, []string{"handles", "recs", "samples", "sampleErrs"}, func(n int) []difftest.Series {
-			s := make([]difftest.Series, n)
-			for i := range s {
-				s[i] = difftest.FloatSeries(T, 1, "__name__", "m", "i", fmt.Sprintf("%06d", i))
-			}
-			return s
-		}},
-		{"samples", remoteapi.WriteV1MessageType, []string{"samples", "sampleErrs"}, func(n int) []difftest.Series {
+		{"series", remoteapi.WriteV1MessageType, Options{}, []string{"handles", "recs", "samples", "sampleErrs"}, floats},
+		// 2.0 series with AppendMetadata are appended in request order
+		// (appendOrder).
+		{"metadata", remoteapi.WriteV2MessageType, Options{AppendMetadata: true}, []string{"handles", "recs", "samples", "sampleErrs", "order"}, floats},
+		{"samples", remoteapi.WriteV1MessageType, Options{}, []string{"samples", "sampleErrs"}, func(n int) []difftest.Series {
 			s := difftest.Series{Labels: labels.FromStrings("__name__", "samples")}
 			for i := range n {
 				s.Floats = append(s.Floats, prompb.Sample{Timestamp: T + int64(i), Value: 1})
 			}
 			return []difftest.Series{s}
 		}},
-		{"histograms", remoteapi.WriteV1MessageType, []string{"hists", "histErrs"}, func(n int) []difftest.Series {
+		{"histograms", remoteapi.WriteV1MessageType, Options{}, []string{"hists", "histErrs"}, func(n int) []difftest.Series {
 			s := difftest.Series{Labels: labels.FromStrings("__name__", "histograms")}
 			for i := range n {
 				s.Hists = append(s.Hists, tsdbutil.GenerateTestHistogram(1))
@@ -62,7 +68,7 @@ func TestRetainedBuffersBounded(t *testing.T) {
 			}
 			return []difftest.Series{s}
 		}},
-		{"exemplars", remoteapi.WriteV1MessageType, []string{"exs"}, func(n int) []difftest.Series {
+		{"exemplars", remoteapi.WriteV1MessageType, Options{}, []string{"exs"}, func(n int) []difftest.Series {
 			s := difftest.FloatSeries(T, 1, "__name__", "exemplars")
 			for i := range n {
 				s.Exemplars = append(s.Exemplars, exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "t"), Value: 1, Ts: T + int64(i), HasTs: true})
@@ -71,7 +77,7 @@ func TestRetainedBuffersBounded(t *testing.T) {
 		}},
 		// 2.0 lists the series of invalid labels before their appends'
 		// errors (preErrs).
-		{"errors", remoteapi.WriteV2MessageType, []string{"handles", "recs", "samples", "preErrs"}, func(n int) []difftest.Series {
+		{"errors", remoteapi.WriteV2MessageType, Options{}, []string{"handles", "recs", "samples", "preErrs"}, func(n int) []difftest.Series {
 			s := make([]difftest.Series, n)
 			for i := range s {
 				s[i] = difftest.FloatSeries(T, 1, "job", fmt.Sprintf("no-name-%06d", i))
@@ -81,7 +87,7 @@ func TestRetainedBuffersBounded(t *testing.T) {
 	} {
 		for _, n := range []int{100, maxRetained / 2, maxRetained + 10} {
 			t.Run(fmt.Sprintf("%s/%d", shape.name, n), func(t *testing.T) {
-				h := NewWriteHandlerV2(nil, difftest.NewDB(t, 100_000, false), Options{})
+				h := NewWriteHandlerV2(nil, difftest.NewDB(t, 100_000, shape.opts.AppendMetadata), shape.opts)
 				wk := h.newWorker()
 				series := shape.series(n)
 				body := difftest.EncodeV1(t, series)
@@ -105,7 +111,7 @@ func TestRetainedBuffersBounded(t *testing.T) {
 						t.Errorf("after a request of %d %s, %s has capacity %d, want retained %v (buffers %v)", n, shape.name, name, got[name], retain, got)
 					}
 				}
-				if len(wk.handles)+len(wk.recs)+len(wk.samples)+len(wk.hists)+len(wk.exs)+len(wk.preErrs)+len(wk.sampleErrs)+len(wk.histErrs) != 0 {
+				if len(wk.handles)+len(wk.recs)+len(wk.samples)+len(wk.hists)+len(wk.exs)+len(wk.preErrs)+len(wk.sampleErrs)+len(wk.histErrs)+len(wk.order) != 0 {
 					t.Errorf("buffers not emptied after the request")
 				}
 				// What they held is cleared: the handles hold the TSDB's

@@ -64,6 +64,8 @@ type worker struct {
 	// before its appends' (recError) and after them (the 2.0 exemplars
 	// whose references do not resolve), by record.
 	preErrs []error
+	// order is appendOrder's, when it is not refcache's AppendOrder.
+	order []int
 	// The appends' results, by sample and histogram.
 	sampleErrs []error
 	histErrs   []error
@@ -362,12 +364,13 @@ func (wk *worker) lookup(s *decode.Series, hd *refcache.Handle, r *record, v2 bo
 	}
 }
 
-// appendAll appends the series collect kept, in the order of
-// AppendOrder: the head then reads its series in the order it allocated
-// them, which a request in an order of its own would make it read in no
-// order (BenchmarkReceive, case=resharded-5000). The head accepts or
-// rejects a sample by the state of its series alone, so this gives every
-// result that request order gives; each series' samples, histograms and
+// appendAll appends the series collect kept, in the order of appendOrder,
+// refcache's AppendOrder where nothing else depends on the order: the
+// head then reads its series in the order it allocated them, which a
+// request in an order of its own would make it read in no order
+// (BenchmarkReceive, case=resharded-5000). The head accepts or rejects a
+// sample by the state of its series alone, so this gives every result
+// that request order gives; each series' samples, histograms and
 // exemplars keep their order, and so do series of the same ref. Every
 // result is recorded by sample, histogram and series, for results to
 // read in request order.
@@ -384,7 +387,7 @@ func (wk *worker) appendAll(maxTime int64, v2 bool) {
 	clear(wk.histErrs)
 	exemplarsFirst := a.isV1 && !v2 // Prometheus's 1.0 handler up to v0.315 (Txn)
 	stop := len(wk.recs)
-	for _, i := range a.appendOrder(wk.handles) {
+	for _, i := range wk.appendOrder(v2) {
 		r := &wk.recs[i]
 		if r.skip || i > stop {
 			continue
@@ -427,6 +430,64 @@ func (wk *worker) appendAll(maxTime int64, v2 bool) {
 			// After the exemplars, as Prometheus's handler up to v0.315.
 			a.updateMetadata(hd, r.opts.Metadata)
 		}
+	}
+}
+
+// appendOrder returns the order in which appendAll appends the request's
+// series: refcache's AppendOrder, but for the series whose appends leave
+// traces in the order they are made, which keep their request order
+// relative to one another, as Prometheus's handler appends them:
+//
+//   - with AppendMetadata, a 2.0 request's metadata, whose WAL records the
+//     head writes in the order of the appends: every series of the
+//     request, then, is appended in request order (the differential case
+//     "v2 resharded with metadata");
+//   - exemplars, which an exemplar storage (the head's circular one, or an
+//     ExemplarRing) keeps in the order it is given them and evicts oldest
+//     first (TestDifferentialExemplarEviction).
+//
+// The series between two series with exemplars are appended in
+// AppendOrder among themselves. The returned slice is valid until the
+// next call.
+func (wk *worker) appendOrder(v2 bool) []int {
+	n := len(wk.recs)
+	if v2 && wk.h.metadata {
+		wk.order = wk.order[:0]
+		for i := range n {
+			wk.order = append(wk.order, i)
+		}
+		return wk.order
+	}
+	if len(wk.exs) == 0 {
+		return wk.tx.appendOrder(wk.handles)
+	}
+	wk.order = wk.order[:0]
+	start, e0 := 0, 0
+	for i := range wk.recs {
+		if e := wk.recs[i].exsEnd; e != e0 {
+			// Series i has exemplars: the series since the last such one
+			// go first, then it.
+			e0 = e
+			wk.orderRange(start, i)
+			wk.order = append(wk.order, i)
+			start = i + 1
+		}
+	}
+	wk.orderRange(start, n)
+	return wk.order
+}
+
+// orderRange adds the series from start to end, in AppendOrder, to
+// wk.order.
+func (wk *worker) orderRange(start, end int) {
+	if end-start < 2 {
+		for i := start; i < end; i++ {
+			wk.order = append(wk.order, i)
+		}
+		return
+	}
+	for _, j := range wk.tx.appendOrder(wk.handles[start:end]) {
+		wk.order = append(wk.order, start+j)
 	}
 }
 
@@ -567,9 +628,10 @@ func (wk *worker) reset(msg remoteapi.WriteMessageType) {
 	clear(wk.sampleErrs)
 	clear(wk.histErrs)
 	wk.handles, wk.recs, wk.samples, wk.hists, wk.exs = wk.handles[:0], wk.recs[:0], wk.samples[:0], wk.hists[:0], wk.exs[:0]
+	wk.order = wk.order[:0]
 	wk.preErrs, wk.sampleErrs, wk.histErrs = wk.preErrs[:0], wk.sampleErrs[:0], wk.histErrs[:0]
-	if cap(wk.handles) > maxRetained || cap(wk.recs) > maxRetained {
-		wk.handles, wk.recs = nil, nil
+	if cap(wk.handles) > maxRetained || cap(wk.recs) > maxRetained || cap(wk.order) > maxRetained {
+		wk.handles, wk.recs, wk.order = nil, nil, nil
 	}
 	if cap(wk.samples) > maxRetained || cap(wk.sampleErrs) > maxRetained {
 		wk.samples, wk.sampleErrs = nil, nil

@@ -215,9 +215,12 @@ func (r *resolver) hit(h *Handle, hash, ref uint64, e *cacheEntry, guessed bool)
 // alone, so keeping each series' samples in their order keeps every
 // result, and the caller reports the errors of the appends in request
 // order by index. What differs is the order of the samples in the WAL's
-// records, which a replay reads back into the same series; and the refs of
+// records, which a replay reads back into the same series; the refs of
 // series new to the TSDB, which the head numbers in the order it creates
-// them. A caller that stops at the first error it does not skip, as
+// them; and whatever the head or an exemplar storage keeps in the order of
+// the appends across series: metadata WAL records, and exemplars, which
+// a full exemplar storage evicts oldest first. A caller that appends
+// those keeps their series in request order. A caller that stops at the first error it does not skip, as
 // Prometheus's write handler does (and rolls back), must stop at the first
 // such error in request order: it appends in this order, records every
 // error by index, then looks at them in request order.

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/histogram"
 	"github.com/prometheus/prometheus/model/labels"
+	writev2 "github.com/prometheus/prometheus/prompb/io/prometheus/write/v2"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 )
 
@@ -94,7 +95,17 @@ func orderCases(tb testing.TB, T int64) []Case {
 	for k := range allGood {
 		allGood[k] = S(k*7%orderSeries, T+2000)
 	}
+	// withHelp: allGood with 2.0 metadata whose help changes from that of
+	// created (EncodeV2's), so that with metadata-wal-records every series
+	// writes a metadata record, which the head writes in the order of the
+	// appends.
+	withHelp := make([]Series, orderSeries)
+	for k, s := range allGood {
+		s.Meta = &Meta{Type: writev2.Metadata_METRIC_TYPE_GAUGE, Help: "changed help"}
+		withHelp[k] = s
+	}
 	return []Case{
+		{Name: "v2 resharded with metadata", Steps: []Step{V2Step(tb, created), V2Step(tb, withHelp)}, Metadata: true},
 		{Name: "v1 resharded", Steps: []Step{V1Step(tb, created), V1Step(tb, allGood)}},
 		{Name: "v1 resharded out of order", Steps: []Step{V1Step(tb, created), V1Step(tb, resharded), V1Step(tb, allGood)}},
 		{Name: "v1 resharded, last series out of order", Steps: []Step{V1Step(tb, created), V1Step(tb, inOrderTail), V1Step(tb, allGood)}},

@@ -48,7 +48,9 @@ const maxPooledRequest = 4 << 20
 
 // Options are the settings of a [WriteHandler]. The zero value of each
 // field means its documented default, which is what Prometheus's own
-// handler does.
+// handler does. An Options is a plain value that the constructors copy; it
+// is not safe for concurrent use by multiple goroutines while one of them
+// modifies it.
 type Options struct {
 	// AcceptedMessages are the protocol messages answered; a request of
 	// another is refused with 415, as remote.NewWriteHandler does. Nil

@@ -95,7 +95,9 @@ func RequestTenant(req *http.Request, header, def string) (string, error) {
 type TenantStorage func(ctx context.Context, tenant string) (app storage.Appendable, done func(), err error)
 
 // TenantOptions are the settings of a [TenantWriteHandler]. The zero value
-// of each field means its documented default.
+// of each field means its documented default. A TenantOptions is a plain
+// value that NewTenantWriteHandler copies; it is not safe for concurrent
+// use by multiple goroutines while one of them modifies it.
 type TenantOptions struct {
 	// Header is the request header that names the tenant. Empty means
 	// DefaultTenantHeader, Thanos receive's; Mimir and Cortex read

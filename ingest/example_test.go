@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/prometheus/prompb"
@@ -54,10 +55,11 @@ func Example_decodeAndAppend() {
 		// The appender opens the transaction on head itself, which binds
 		// the cache to head: a cache used with another storage later
 		// starts empty rather than hand out head's refs.
+		now := time.Now().UnixMilli() // when the request arrived, for the cache's purges
 		if a == nil {
-			a = refcache.NewAppenderV2(context.Background(), head, cache, ts)
+			a = refcache.NewAppenderV2(context.Background(), head, cache, now)
 		} else {
-			a.Reset(context.Background(), head, ts)
+			a.Reset(context.Background(), head, now)
 		}
 		for d.Next() {
 			s := d.Series()

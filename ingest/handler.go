@@ -48,8 +48,9 @@ const maxPooledRequest = 4 << 20
 
 // Options are the settings of a [WriteHandler]. The zero value of each
 // field means its documented default, which is what Prometheus's own
-// handler does. It is a plain value, safe for concurrent use once built
-// and not modified afterwards.
+// handler does. An Options is a plain value that the constructors copy; it
+// is not safe for concurrent use by multiple goroutines while one of them
+// modifies it.
 type Options struct {
 	// AcceptedMessages are the protocol messages answered; a request of
 	// another is refused with 415, as remote.NewWriteHandler does. Nil
@@ -168,8 +169,7 @@ type Options struct {
 //
 // A WriteHandler is safe for concurrent use by multiple goroutines.
 type WriteHandler struct {
-	db       storage.AppendableV2 // nil on the 1.0 appender
-	db1      storage.Appendable   // the storage, if appended to through storage.Appendable (Txn)
+	st       binding // the storage; set by the constructor, or per request by a TenantWriteHandler
 	accepted remoteapi.MessageTypes
 	body     *decode.BodyReader
 	cache    *refcache.Cache
@@ -244,10 +244,7 @@ type Stats struct {
 // which [NewCollector] exports.
 func NewWriteHandler(logger *slog.Logger, app storage.Appendable, opts Options) *WriteHandler {
 	h := newWriteHandler(logger, opts)
-	h.db1 = app
-	if v2, ok := app.(storage.AppendableV2); ok && !opts.appenderV1 && !appendsV1(v2) {
-		h.db, h.db1 = v2, nil
-	}
+	h.st = bindV1(app, opts.appenderV1)
 	return h
 }
 
@@ -264,10 +261,7 @@ func NewWriteHandler(logger *slog.Logger, app storage.Appendable, opts Options) 
 // type must be comparable (see [refcache.Cache]).
 func NewWriteHandlerV2(logger *slog.Logger, app storage.AppendableV2, opts Options) *WriteHandler {
 	h := newWriteHandler(logger, opts)
-	h.db = app
-	if v1, ok := app.(storage.Appendable); ok && (opts.appenderV1 || appendsV1(app)) {
-		h.db, h.db1 = nil, v1
-	}
+	h.st = bindV2(app, opts.appenderV1)
 	return h
 }
 
@@ -383,6 +377,11 @@ func (h *WriteHandler) ResetCache() { h.cache.Reset() }
 // ServeHTTP returns, also if it panics; a panic while the request is being
 // appended rolls its transaction back before it goes on.
 func (h *WriteHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	h.serve(w, req, &h.st)
+}
+
+// serve is ServeHTTP with the request appended to the storage of b.
+func (h *WriteHandler) serve(w http.ResponseWriter, req *http.Request, b *binding) {
 	h.stats.requests.Add(1)
 	if enc := req.Header.Get("Content-Encoding"); enc != "" && enc != "snappy" {
 		h.fail(w, http.StatusUnsupportedMediaType, fmt.Errorf("%v encoding (compression) is not accepted by this server; only snappy is acceptable", enc))
@@ -425,7 +424,9 @@ func (h *WriteHandler) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 
 	wk := h.workers.Get().(*worker)
+	wk.st = b
 	stats, code, err := wk.write(req.Context(), buf.B, msg)
+	wk.st = nil
 	if len(buf.B) <= maxPooledRequest {
 		h.workers.Put(wk)
 	}

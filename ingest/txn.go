@@ -39,6 +39,36 @@ func appendsV1(db storage.AppendableV2) bool {
 	return !ok
 }
 
+// binding is the storage a request appends to, through one of its two
+// appenders (Txn): v1 if set, else v2. key is the storage as it was given,
+// whose binding a TenantWriteHandler keeps while its tenant's storage
+// stays the same.
+type binding struct {
+	key any
+	v2  storage.AppendableV2
+	v1  storage.Appendable
+}
+
+// bindV1 returns the binding of app, given as a storage.Appendable: its
+// storage.AppendableV2 if it has one whose appenders have AppendExemplars
+// and forceV1 is false, else app itself.
+func bindV1(app storage.Appendable, forceV1 bool) binding {
+	if v2, ok := app.(storage.AppendableV2); ok && !forceV1 && !appendsV1(v2) {
+		return binding{key: app, v2: v2}
+	}
+	return binding{key: app, v1: app}
+}
+
+// bindV2 returns the binding of app, given as a storage.AppendableV2:
+// its storage.Appendable if it has one and its appenders have no
+// AppendExemplars (or forceV1), else app itself.
+func bindV2(app storage.AppendableV2, forceV1 bool) binding {
+	if v1, ok := app.(storage.Appendable); ok && (forceV1 || appendsV1(app)) {
+		return binding{key: app, v1: v1}
+	}
+	return binding{key: app, v2: app}
+}
+
 // Txn is the transaction of one request on a Receiver's storage, through
 // one of package ingest's two appenders: an [refcache.AppenderV2] when the
 // storage's storage.AppenderV2 has AppendExemplars (Prometheus v0.316.0 on),
@@ -56,19 +86,19 @@ type Txn struct {
 	isV1 bool
 }
 
-// open starts the request's transaction on r's storage, marking the series
-// it resolves seen at nowMs.
-func (t *Txn) open(ctx context.Context, r *WriteHandler, nowMs int64) {
-	t.isV1 = r.db1 != nil
+// open starts the request's transaction on the storage of b, with r's
+// cache, marking the series it resolves seen at nowMs.
+func (t *Txn) open(ctx context.Context, r *WriteHandler, b *binding, nowMs int64) {
+	t.isV1 = b.v1 != nil
 	switch {
 	case t.isV1 && t.v1 == nil:
-		t.v1 = refcache.NewAppender(ctx, r.db1, r.cache, nowMs)
+		t.v1 = refcache.NewAppender(ctx, b.v1, r.cache, nowMs)
 	case t.isV1:
-		t.v1.Reset(ctx, r.db1, nowMs)
+		t.v1.Reset(ctx, b.v1, nowMs)
 	case t.v2 == nil:
-		t.v2 = refcache.NewAppenderV2(ctx, r.db, r.cache, nowMs)
+		t.v2 = refcache.NewAppenderV2(ctx, b.v2, r.cache, nowMs)
 	default:
-		t.v2.Reset(ctx, r.db, nowMs)
+		t.v2.Reset(ctx, b.v2, nowMs)
 	}
 }
 

@@ -27,6 +27,10 @@ const maxAheadTime = 10 * time.Minute
 // sample or exemplar more than maxAheadTime ahead of the receiver's clock.
 var errTooFarInFuture = fmt.Errorf("%w: timestamp is too far in the future", storage.ErrOutOfBounds)
 
+// errNoStorage is answered, with 500, by the WriteHandler of a tenant
+// served other than through its TenantWriteHandler.
+var errNoStorage = errors.New("ingest: a tenant's WriteHandler serves only through its TenantWriteHandler")
+
 // maxRetained is the most series, samples, histograms or exemplars whose
 // buffers a worker keeps from one request to the next, as the Decoder
 // keeps its own (decode.MaxDecoderRetained); larger ones, which a larger
@@ -43,6 +47,7 @@ const trackBatch = 64
 // grown memory.
 type worker struct {
 	h        *WriteHandler
+	st       *binding // the storage of the request; nil: h.st
 	dec      decode.Decoder
 	tx       Txn
 	ex       ExemplarAppender
@@ -170,7 +175,16 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 	// The appender opens the transaction on the storage itself, which binds
 	// the cache to it: refs of another storage are never used.
 	a := &wk.tx
-	a.open(ctx, h, nowMs)
+	b := wk.st
+	if b == nil {
+		b = &h.st
+	}
+	if b.v1 == nil && b.v2 == nil {
+		// A tenant's WriteHandler served other than by its
+		// TenantWriteHandler, which gives each request its storage.
+		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, errNoStorage
+	}
+	a.open(ctx, h, b, nowMs)
 	if ok, app := a.hasExemplarAppender(); !ok {
 		_ = a.rollback()
 		return remoteapi.WriteResponseStats{}, http.StatusInternalServerError, fmt.Errorf("remote write receiver requires a storage.ExemplarAppenderV2, got %T", app)

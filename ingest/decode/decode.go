@@ -109,7 +109,7 @@ func (d *Decoder) SetSymbolTable(t *labels.SymbolTable) {
 // SetTenant makes the Decoder compute, for each series that the following
 // calls to [Decoder.Next] yield, the routing hash of the Thanos receive
 // hashring for tenant alongside the Prometheus hash: see
-// [Series.TenantHash]. It costs a second hash of every label pair. The
+// [Series.ThanosHash]. It costs a second hash of every label pair. The
 // tenant applies until the next SetTenant.
 func (d *Decoder) SetTenant(tenant string) {
 	d.s.tenant, d.s.withTenant = tenant, true
@@ -443,7 +443,7 @@ func (s *Series) reset() {
 // handler skips such a series, writes the others and answers 400 with the
 // error; a caller does the same. A series with an error has no labels, so
 // that one whose caller forgets to check matches nothing: [Series.Equal]
-// is false for every label set, [Series.Hash] and [Series.TenantHash] are
+// is false for every label set, [Series.Hash] and [Series.ThanosHash] are
 // 0, [Series.Labels] and [Series.ScratchLabels] are empty, RangeLabels
 // calls nothing, Metadata reports none, and the appenders of package ingest/refcache
 // refuse it with their ErrInvalidSeries. Its samples are decoded but belong to no known
@@ -498,20 +498,12 @@ func (s *Series) Hash() uint64 {
 	return s.lb.LabelSet().Hash()
 }
 
-// TenantHash returns the routing hash of the Thanos receive hashring for the
-// tenant given to [Decoder.SetTenant]: xxhash over "tenant 0xff name 0xff
-// value 0xff ..." of the series' labels sorted by name, the same in every
-// labels build, computed in the same pass as [Series.Hash]. It is what
-// the Replicas method of a hashring.Ring takes, the value
-// hashring.Hash gives for the series' labels. It equals [Series.ThanosHash] unless the request
-// holds the series' labels out of order. It panics if the Decoder was
-// given no tenant, and returns 0 for a series with an error ([Series.Err]).
-//
-// TenantHash makes no allocation, as [Series.Hash].
-func (s *Series) TenantHash() uint64 {
-	if !s.withTenant {
-		panic("decode: Series.TenantHash without Decoder.SetTenant")
-	}
+// tenantHash returns the routing hash of ThanosHash over the series'
+// labels sorted by name, computed in the same pass as [Series.Hash]: the
+// value hashring.Hash gives for the series' labels.Labels. It equals
+// ThanosHash for a series whose labels arrived sorted, as remote write
+// requires; the tests compare the two.
+func (s *Series) tenantHash() uint64 {
 	if s.err != nil {
 		return 0
 	}
@@ -523,9 +515,10 @@ func (s *Series) TenantHash() uint64 {
 // "tenant 0xff name 0xff value 0xff ..." of the series' labels in the order
 // the request holds them (for 2.0, the order of its label references),
 // computed in the same pass as [Series.Hash]. When the request holds them
-// sorted by name, as remote write requires, it equals [Series.TenantHash];
-// a receiver that must place unsorted series where Thanos receive places
-// them routes by ThanosHash. It panics if the Decoder was given no tenant,
+// sorted by name, as remote write requires, it is also Thanos's hash of
+// the series' labels.Labels (what hashring.Hash gives); a receiver places
+// every series, sorted or not, where Thanos receive places it by routing
+// with ThanosHash. It panics if the Decoder was given no tenant,
 // and returns 0 for a series with an error ([Series.Err]).
 //
 // ThanosHash makes no allocation, as [Series.Hash].

@@ -240,8 +240,8 @@ func decCheckMatchesNothing(tb testing.TB, s *Series) {
 		tb.Fatalf("Series.Hash() of a series with an error = %#x, want 0", h)
 	}
 	if s.withTenant {
-		if h := s.TenantHash(); h != 0 {
-			tb.Fatalf("Series.TenantHash() of a series with an error = %#x, want 0", h)
+		if h := s.tenantHash(); h != 0 {
+			tb.Fatalf("Series.tenantHash() of a series with an error = %#x, want 0", h)
 		}
 		if h := s.ThanosHash(); h != 0 {
 			tb.Fatalf("Series.ThanosHash() of a series with an error = %#x, want 0", h)

@@ -184,7 +184,7 @@ func TestDecodeTenantHash(t *testing.T) {
 		}()
 		_ = d.Reset(decV1Series(decV1Label("a", "b")), v1Msg)
 		d.Next()
-		_ = d.Series().TenantHash()
+		_ = d.Series().tenantHash()
 	}()
 	for _, tenant := range []string{"", "tenant-a", strings.Repeat("t", 2000)} {
 		d.SetTenant(tenant)
@@ -202,7 +202,7 @@ func TestDecodeTenantHash(t *testing.T) {
 				if decHasDupNames(ls) {
 					continue
 				}
-				if got, want := s.TenantHash(), decTenantHash(tenant, ls); got != want {
+				if got, want := s.tenantHash(), decTenantHash(tenant, ls); got != want {
 					t.Fatalf("TenantHash() of %s for tenant %q = %#x, want %#x", ls, tenant, got, want)
 				}
 				if got, want := s.Hash(), ls.Hash(); got != want {
@@ -221,7 +221,7 @@ func TestDecodeTenantHash(t *testing.T) {
 	decode := func() {
 		_ = d.Reset(buf, v2Msg)
 		for d.Next() {
-			_ = d.Series().TenantHash() + d.Series().Hash()
+			_ = d.Series().tenantHash() + d.Series().Hash()
 		}
 	}
 	decode()

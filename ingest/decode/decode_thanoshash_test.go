@@ -111,7 +111,7 @@ func TestDecodeThanosHash(t *testing.T) {
 				if got, want := s.ThanosHash(), thanosHash(tenant, ls); got != want {
 					t.Fatalf("%s: ThanosHash() of %v for tenant %.10q = %#x, want %#x", c.name, ls, tenant, got, want)
 				}
-				if got, want := s.TenantHash(), thanosHash(tenant, sorted); got != want {
+				if got, want := s.tenantHash(), thanosHash(tenant, sorted); got != want {
 					t.Fatalf("%s: TenantHash() of %v for tenant %.10q = %#x, want %#x", c.name, ls, tenant, got, want)
 				}
 				if got, want := s.ThanosHash(), thanosHash(tenant, ls); got != want {
@@ -144,7 +144,7 @@ func TestDecodeThanosHash(t *testing.T) {
 	decode := func() {
 		_ = d.Reset(v2, v2Msg)
 		for d.Next() {
-			_ = d.Series().ThanosHash() + d.Series().TenantHash() + d.Series().Hash()
+			_ = d.Series().ThanosHash() + d.Series().tenantHash() + d.Series().Hash()
 		}
 	}
 	decode()

@@ -14,10 +14,9 @@ import (
 // Prometheus holds its labels sorted by name, so Hash is then also the hash
 // of the sorted labels.
 //
-// Package ingest's decoder computes the same value in its decoding pass,
-// from the same code (Series.ThanosHash, and Series.TenantHash of the
-// sorted labels); a receiver that decodes with it needs no Hash. Hash is
-// for a caller that has only the labels.
+// Package ingest/decode's decoder computes the same value in its decoding
+// pass, from the same code (Series.ThanosHash); a receiver that decodes
+// with it needs no Hash. Hash is for a caller that has only the labels.
 //
 // Hash hashes the labels on each call and makes no allocation.
 func Hash(tenant string, ls labels.Labels) uint64 {

@@ -17,7 +17,7 @@ import (
 
 // TestHashDecoder checks that package ingest's decoder, in its decoding
 // pass, gives every series the hash that Hash gives its labels
-// (Series.ThanosHash and Series.TenantHash), for remote-write 1.0 and 2.0
+// (Series.ThanosHash), for remote-write 1.0 and 2.0
 // requests: the two packages share the hashing code, not an import, and
 // this test is what keeps them the same.
 func TestHashDecoder(t *testing.T) {
@@ -26,7 +26,7 @@ func TestHashDecoder(t *testing.T) {
 	for i := range 300 {
 		kv := []string{"__name__", "metric_" + strconv.Itoa(i%7)}
 		// Distinct names: a set with a name twice is not a valid series,
-		// and TenantHash sorts it differently from labels.FromStrings.
+		// and sorting it could differ from labels.FromStrings.
 		for _, n := range rng.Perm(30)[:rng.IntN(12)] {
 			kv = append(kv, "l"+strconv.Itoa(n), strings.Repeat("v", rng.IntN(200))+strconv.Itoa(i))
 		}
@@ -75,9 +75,6 @@ func TestHashDecoder(t *testing.T) {
 					want := hashring.Hash(tenant, series[i])
 					if got := s.ThanosHash(); got != want {
 						t.Fatalf("Series.ThanosHash() of %s for tenant %.10q = %#x, want Hash = %#x", series[i], tenant, got, want)
-					}
-					if got := s.TenantHash(); got != want {
-						t.Fatalf("Series.TenantHash() of %s for tenant %.10q = %#x, want Hash = %#x", series[i], tenant, got, want)
 					}
 				}
 				if err := d.Err(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/prompb"
@@ -55,7 +56,8 @@ func Example_forkDecoded() {
 	var b iklabels.HashedBuilder              // one per worker, reset per series
 	for i, ts := range []int64{1000, 2000} {
 		req := decoded(ts)
-		a := refcache.NewAppender(context.Background(), head, cache, ts)
+		// now: when the request arrived, which the cache's purges compare.
+		a := refcache.NewAppender(context.Background(), head, cache, time.Now().UnixMilli())
 		for _, series := range req.Timeseries {
 			b.Reset()
 			for _, l := range series.Labels {

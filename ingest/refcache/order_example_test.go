@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/storage"
@@ -51,7 +52,7 @@ func ExampleAppender_AppendOrder() {
 		errs     []error
 	)
 	for i, req := range requests {
-		a := refcache.NewAppender(context.Background(), head, cache, 2000)
+		a := refcache.NewAppender(context.Background(), head, cache, time.Now().UnixMilli())
 		builders = append(builders[:0], make([]iklabels.HashedBuilder, len(req))...)
 		sl, hs, errs = sl[:0], make([]refcache.Handle, len(req)), make([]error, len(req))
 		for j, ts := range req {

@@ -76,7 +76,7 @@ func newStatsCollector(opts CollectorOptions, tenant bool) *statsCollector {
 	c.refusedSamples = desc("discarded_samples_total", "Samples and histogram samples of the series refused.", "reason")
 	c.owned = desc("series_owned_total", "Series received that the hashring places on each endpoint, once per request and replica (not forwarded).", "endpoint")
 	if tenant {
-		c.tenants = prometheus.NewDesc(p+"tenants", "Tenants with a write handler.", nil, opts.ConstLabels)
+		c.tenants = prometheus.NewDesc(p+"tenant_handlers", "Tenants with a write handler.", nil, opts.ConstLabels)
 		c.invalidTenants = prometheus.NewDesc(p+"invalid_tenant_requests_total", "Requests refused with a 400 for their tenant header.", nil, opts.ConstLabels)
 		c.unroutedReqs = prometheus.NewDesc(p+"unavailable_tenant_requests_total", "Requests refused because their tenant's storage could not be had.", nil, opts.ConstLabels)
 	}

@@ -45,15 +45,15 @@ ingestkit_write_cache_hits_total 3
 # TYPE my_samples_total counter
 my_samples_total{tenant="a"} 2
 my_samples_total{tenant="b"} 1
-# HELP my_tenants Tenants with a write handler.
-# TYPE my_tenants gauge
-my_tenants 2
+# HELP my_tenant_handlers Tenants with a write handler.
+# TYPE my_tenant_handlers gauge
+my_tenant_handlers 2
 # HELP my_invalid_tenant_requests_total Requests refused with a 400 for their tenant header.
 # TYPE my_invalid_tenant_requests_total counter
 my_invalid_tenant_requests_total 1
 `
 	c := ingest.NewTenantCollector(th, ingest.CollectorOptions{Prefix: "my_"})
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "my_samples_total", "my_tenants", "my_invalid_tenant_requests_total"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "my_samples_total", "my_tenant_handlers", "my_invalid_tenant_requests_total"); err != nil {
 		t.Error(err)
 	}
 	if err := prometheus.NewPedanticRegistry().Register(c); err != nil {

@@ -51,7 +51,7 @@ func newBenchRequests(reqs []*workload.Request, tenants int) []*rwbench.Request 
 	for j, r := range reqs {
 		brs[j] = rwbench.NewRequest(r.Msg)
 		if tenants > 0 {
-			brs[j].R.Header.Set(defaultTenantHeader, benchTenant(j%tenants))
+			brs[j].R.Header.Set(ingest.DefaultTenantHeader, benchTenant(j%tenants))
 		}
 	}
 	return brs
@@ -149,7 +149,7 @@ type benchTenantRouter struct {
 }
 
 func (rt *benchTenantRouter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	id, err := requestTenant(req, defaultTenantHeader, defaultTenant)
+	id, err := ingest.RequestTenant(req, ingest.DefaultTenantHeader, ingest.DefaultTenant)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/prometheus/storage/remote"
 	"github.com/prometheus/prometheus/tsdb"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/internal/promcompat"
 	"github.com/ingestkit/ingestkit/internal/workload"
 )
@@ -135,9 +136,9 @@ type demoTenantRouter struct {
 }
 
 func (rt demoTenantRouter) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	id, err := requestTenant(req, rt.header, rt.def)
+	id, err := ingest.RequestTenant(req, rt.header, rt.def)
 	if err == nil && rt.m[id] == nil {
-		err = fmt.Errorf("%w: %q is not a tenant of the demo", errInvalidTenant, id)
+		err = fmt.Errorf("%w: %q is not a tenant of the demo", ingest.ErrInvalidTenant, id)
 	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -179,7 +180,7 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, tt.close()) }()
-	urlK, stopK, err := listen(c.listen, newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, prometheus.NewRegistry()))
+	urlK, stopK, err := listen(c.listen, newRoutes(tt, newTenantCollectors(tt), func() any { return tt.seriesCounts() }, prometheus.NewRegistry()))
 	if err != nil {
 		return err
 	}
@@ -188,7 +189,7 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 	rt := demoTenantRouter{header: c.tenantHeader, def: c.tenant, m: map[string]http.Handler{}}
 	dbsP := map[string]*tsdb.DB{}
 	for _, id := range ids {
-		if err := validTenantID(id); err != nil {
+		if err := ingest.ValidTenantID(id); err != nil {
 			return err
 		}
 		db, clean, oerr := openDB(filepath.Join(dirP, id), c.maxExemplars, c.metadataWAL, nil)
@@ -287,8 +288,10 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 	if ring := topts.Receiver.Ring; ring != nil {
 		owned := map[string]int64{}
 		tt.each(func(tn *tenant) {
-			for a, n := range tn.r.Stats().Owned {
-				owned[a] += n
+			if h := tt.handler(tn.id); h != nil {
+				for a, n := range h.Stats().Owned {
+					owned[a] += n
+				}
 			}
 		})
 		fmt.Fprintln(out, "\nHashring owners (series received by all tenants, per replica; not forwarded):")

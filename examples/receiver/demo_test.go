@@ -9,6 +9,8 @@ import (
 	"time"
 
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
+
+	"github.com/ingestkit/ingestkit/ingest"
 )
 
 // TestDemoOutput runs the -demo mode briefly and checks what it prints: results
@@ -52,7 +54,7 @@ func TestDemoOutput(t *testing.T) {
 func demoConfig(store string, tenants, series int, duration time.Duration) config {
 	c := serveConfig(store)
 	c.demo, c.duration, c.syntheticSeries, c.demoTenants = true, duration, series, tenants
-	c.tenantHeader, c.maxTenants, c.maxInflightBytes = defaultTenantHeader, 1000, defaultMaxInflightBytes
+	c.tenantHeader, c.maxTenants, c.maxInflightBytes = ingest.DefaultTenantHeader, 1000, defaultMaxInflightBytes
 	return c
 }
 
@@ -118,8 +120,8 @@ func TestSyntheticRequests(t *testing.T) {
 				if r.Msg != wantMsg {
 					t.Errorf("request %d: %s, want %s", i, r.Msg, wantMsg)
 				}
-				if r.tenant.id != "" && r.tenant.header != defaultTenantHeader {
-					t.Errorf("request %d: tenant header %q, want %q", i, r.tenant.header, defaultTenantHeader)
+				if r.tenant.id != "" && r.tenant.header != ingest.DefaultTenantHeader {
+					t.Errorf("request %d: tenant header %q, want %q", i, r.tenant.header, ingest.DefaultTenantHeader)
 				}
 				s, _, _ := r.Counts()
 				got = append(got, fmt.Sprintf("%s:%d", r.tenant.id, s))

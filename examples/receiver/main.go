@@ -205,7 +205,7 @@ func newRing(c config) (*hashring.Ring, error) {
 	return hashring.NewRing(eps, hashring.Options{Algorithm: hashring.Algorithm(c.ringAlgorithm), ReplicationFactor: c.replication})
 }
 
-// receiverOptions are the Receiver's options from the command line.
+// receiverOptions are the write handlers' options from the command line.
 func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring) ingest.Options {
 	var xa ingest.ExemplarStore
 	if ex != nil {
@@ -225,19 +225,19 @@ func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring) ingest.O
 	}
 }
 
-// newMux returns the HTTP routes of a single Receiver over db, as the demo
+// newMux returns the HTTP routes of a single write handler over db, as the demo
 // runs it: see newRoutes.
 func newMux(r *ingest.WriteHandler, db *tsdb.DB, reg *prometheus.Registry) *http.ServeMux {
-	return newRoutes(r, newCollector(r), func() any { return seriesCount(r, db) }, reg)
+	return newRoutes(r, []prometheus.Collector{ingest.NewCollector(r, ingest.CollectorOptions{Prefix: metricsPrefix})}, func() any { return seriesCount(r, db) }, reg)
 }
 
 // newRoutes returns the receiver's HTTP routes: the write endpoint, write,
-// timed by a request-duration histogram, /metrics, which registers c, and
+// timed by a request-duration histogram, /metrics, which registers cs, and
 // /api/v1/series_count, which shows what counts returns.
-func newRoutes(write http.Handler, c prometheus.Collector, counts func() any, reg *prometheus.Registry) *http.ServeMux {
-	reg.MustRegister(c)
+func newRoutes(write http.Handler, cs []prometheus.Collector, counts func() any, reg *prometheus.Registry) *http.ServeMux {
+	reg.MustRegister(cs...)
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:                           "ingestkit_receiver_request_duration_seconds",
+		Name:                           metricsPrefix + "request_duration_seconds",
 		Help:                           "Time to answer a remote-write request.",
 		Buckets:                        prometheus.DefBuckets,
 		NativeHistogramBucketFactor:    1.1,
@@ -270,8 +270,13 @@ type seriesCountResponse struct {
 	NewSeriesBuilt int64            `json:"new_series_built"`
 }
 
+// seriesCount returns the counts of r, nil if the tenant has no write
+// handler yet, and of its TSDB db.
 func seriesCount(r *ingest.WriteHandler, db *tsdb.DB) seriesCountResponse {
-	s := r.Stats()
+	var s ingest.Stats
+	if r != nil {
+		r.UpdateStats(&s)
+	}
 	h := db.Head()
 	return seriesCountResponse{
 		HeadSeries: h.NumSeries(), ActiveSeries: s.ActiveSeries, CachedSeries: s.Cache.Len,
@@ -328,7 +333,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 	if err := tt.openExisting(); err != nil {
 		return err
 	}
-	var h http.Handler = newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg)
+	var h http.Handler = newRoutes(tt, newTenantCollectors(tt), func() any { return tt.seriesCounts() }, reg)
 	if c.capture.dir != "" {
 		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(topts.Receiver.MaxBodySize, decode.DefaultMaxBodySize), c.tenantHeader, logger)
 		if err != nil {
@@ -379,7 +384,7 @@ func newServer(c config, h http.Handler) *http.Server {
 }
 
 // purgeLoop drops idle series from the ref cache and the tracker (see
-// Receiver.Purge), of a Receiver or of every tenant's.
+// ingest.WriteHandler.Purge), of one write handler or of every tenant's.
 func purgeLoop(ctx context.Context, r interface{ Purge(time.Time) (int, int) }, every, idle time.Duration) {
 	tick(ctx, every, func(now time.Time) { r.Purge(now.Add(-idle)) })
 }
@@ -407,7 +412,7 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.peers, "peers", "", "comma-separated hashring endpoints whose ownership of each series is reported (nothing is forwarded)")
 	fs.IntVar(&c.replication, "replication-factor", 1, "hashring replication factor")
 	fs.StringVar(&c.ringAlgorithm, "ring-algorithm", "hashmod", "hashring algorithm: hashmod or ketama")
-	fs.StringVar(&c.tenant, "tenant", defaultTenant, "default tenant: the tenant of a request without a tenant header (Thanos's default-tenant); the hashring hashes each series with its request's tenant")
+	fs.StringVar(&c.tenant, "tenant", ingest.DefaultTenant, "default tenant: the tenant of a request without a tenant header (Thanos's default-tenant); the hashring hashes each series with its request's tenant")
 	fs.IntVar(&c.maxLabels, "max-labels-per-series", 0, "reject series with more labels (0: no limit, as Prometheus)")
 	fs.IntVar(&c.maxNameLength, "max-label-name-length", 0, "reject series with a longer label name (0: no limit)")
 	fs.IntVar(&c.maxValueLength, "max-label-value-length", 0, "reject series with a longer label value (0: no limit)")
@@ -425,7 +430,7 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.Func("enable-feature", "comma-separated Prometheus features to enable, off by default as in Prometheus: "+featureMetadataWAL+" (attach each 2.0 series' metadata to its appends and keep it in the TSDB's WAL), "+featureTypeAndUnitLabels+" (add __type__ and __unit__ labels from each 2.0 series' metadata)", c.setFeatures)
 
 	// Tenants: one TSDB per tenant in -data-dir/<tenant>.
-	fs.StringVar(&c.tenantHeader, "tenant-header", defaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")
+	fs.StringVar(&c.tenantHeader, "tenant-header", ingest.DefaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")
 	fs.DurationVar(&c.tenantIdle, "tenant-idle", time.Hour, "close the TSDB of a tenant that received nothing for this long, checked every -purge-interval, and drop its ref cache, tracker and interner; its next request opens it again (0: never)")
 	fs.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB, and with -exemplar-store ring a ring of -max-exemplars (0: no limit)")
 	fs.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")

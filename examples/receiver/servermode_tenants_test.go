@@ -12,6 +12,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/internal/rwtest"
 )
 
@@ -54,7 +55,7 @@ func TestServerModeTenants(t *testing.T) {
 	p.getJSON(t, "/api/v1/series_count", &before)
 	p.stop(t)
 	a := before.Tenants["team-a"]
-	if a.HeadSeries == 0 || a.Samples == 0 || before.Tenants[defaultTenant].HeadSeries != 0 {
+	if a.HeadSeries == 0 || a.Samples == 0 || before.Tenants[ingest.DefaultTenant].HeadSeries != 0 {
 		t.Fatalf("series_count = %+v, want team-a's series and an empty default tenant", before)
 	}
 
@@ -74,7 +75,7 @@ func TestServerModeTenants(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.Name())
 	}
-	if want := []string{defaultTenant, "team-a"}; !slices.Equal(names, want) {
+	if want := []string{ingest.DefaultTenant, "team-a"}; !slices.Equal(names, want) {
 		t.Errorf("-data-dir holds %q, want %q", names, want)
 	}
 	if series, samples := countDir(t, filepath.Join(dir, "team-a")); series != int(a.HeadSeries) || samples != int(a.Samples+a.Histograms) {

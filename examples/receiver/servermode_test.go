@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 	"github.com/prometheus/prometheus/tsdb/chunkenc"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/internal/difftest"
 	"github.com/ingestkit/ingestkit/internal/rwtest"
 )
@@ -102,7 +103,7 @@ func TestServerMode(t *testing.T) {
 				t.Errorf("after a restart: %s = %v, want %v (%v before)", c.exemplars, exAfter, want, exBefore)
 			}
 
-			series, samples := countDir(t, filepath.Join(dir, defaultTenant))
+			series, samples := countDir(t, filepath.Join(dir, ingest.DefaultTenant))
 			if series != int(before.HeadSeries) || samples != int(before.Samples+before.Histograms) {
 				t.Errorf("the TSDB in -data-dir holds %d series and %d samples, want %d and %d (%d floats, %d histograms)",
 					series, samples, before.HeadSeries, before.Samples+before.Histograms, before.Samples, before.Histograms)
@@ -270,7 +271,7 @@ func (p *receiverProcess) seriesCount(t *testing.T) seriesCountResponse {
 
 // defaultTenantMetric is the name of a per-tenant metric of the default
 // tenant, as metric takes it.
-func defaultTenantMetric(name string) string { return name + `{tenant="` + defaultTenant + `"}` }
+func defaultTenantMetric(name string) string { return name + `{tenant="` + ingest.DefaultTenant + `"}` }
 
 // metric returns the value of the metric name, with its labels if any as
 // /metrics writes them, from /metrics.

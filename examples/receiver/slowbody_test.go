@@ -283,7 +283,7 @@ func TestSlowBodyAttackTenants(t *testing.T) {
 	// reader and not the opening of TSDBs.
 	for i := range conns {
 		req := difftest.V1Step(t, []difftest.Series{difftest.FloatSeries(1_700_000_000_000, 1, "__name__", "up")}).Request()
-		req.Header.Set(defaultTenantHeader, fmt.Sprintf("t%d", i))
+		req.Header.Set(ingest.DefaultTenantHeader, fmt.Sprintf("t%d", i))
 		w := httptest.NewRecorder()
 		tt.ServeHTTP(w, req)
 		if w.Code != http.StatusNoContent {
@@ -293,7 +293,7 @@ func TestSlowBodyAttackTenants(t *testing.T) {
 	results := make(chan slowResult, conns)
 	for i := range conns {
 		raw := fmt.Appendf(nil, "POST /api/v1/write HTTP/1.1\r\nHost: receiver\r\n%s: t%d\r\nContent-Type: %s\r\nContent-Encoding: snappy\r\nContent-Length: %d\r\n\r\nabc",
-			defaultTenantHeader, i, difftest.ContentTypeV1, announced)
+			ingest.DefaultTenantHeader, i, difftest.ContentTypeV1, announced)
 		slowConn(t, ln.Addr().String(), raw, results)
 	}
 	for range conns - hang {

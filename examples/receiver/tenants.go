@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/exemplars"
@@ -21,24 +22,9 @@ import (
 	"github.com/ingestkit/ingestkit/ingest/decode"
 )
 
-// Tenants' defaults, those of Thanos receive (pkg/receive/handler.go and
-// pkg/tenancy): Mimir and Cortex read X-Scope-OrgID, which -tenant-header
-// selects.
-const (
-	defaultTenantHeader = "THANOS-TENANT"
-	defaultTenant       = "default-tenant"
-)
-
-// maxTenantIDLength is the longest tenant ID, Mimir's and Cortex's limit
-// (dskit's tenant.MaxTenantIDLength).
-const maxTenantIDLength = 150
-
 // Errors of the tenant layer. Each is answered with the status its doc
 // gives.
 var (
-	// errInvalidTenant is returned for a tenant header that is not a
-	// valid tenant ID (see validTenantID); answered 400.
-	errInvalidTenant = errors.New("receiver: invalid tenant ID")
 	// errTenantsClosed is returned for a request that comes after the
 	// tenants were closed; answered 503.
 	errTenantsClosed = errors.New("receiver: tenants are closed")
@@ -53,54 +39,17 @@ var (
 	errSingleTenantDir = errors.New("receiver: the data directory holds a single TSDB, not one per tenant")
 )
 
-// validTenantID checks a tenant ID as Mimir and Cortex do (dskit's
-// tenant.ValidTenantID) before it names a directory: at most
-// maxTenantIDLength bytes of [a-zA-Z0-9!-_.*'()], and neither "." nor
-// "..". No path separator nor NUL can pass, so Dir/<id> is always a
-// direct child of Dir. The empty ID is refused too: the router maps a
-// missing or empty header to the default tenant before it asks. The
-// error quotes at most the first 64 bytes of id.
-func validTenantID(id string) error {
-	if id == "" {
-		return fmt.Errorf("%w: empty", errInvalidTenant)
-	}
-	if len(id) > maxTenantIDLength {
-		return fmt.Errorf("%w: %d bytes, longer than %d", errInvalidTenant, len(id), maxTenantIDLength)
-	}
-	for i := 0; i < len(id); i++ {
-		if !tenantIDByte(id[i]) {
-			return fmt.Errorf("%w: %.64q has an unsupported character at byte %d", errInvalidTenant, id, i)
-		}
-	}
-	if id == "." || id == ".." {
-		return fmt.Errorf("%w: %q", errInvalidTenant, id)
-	}
-	return nil
-}
-
-func tenantIDByte(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	switch c {
-	case '!', '-', '_', '.', '*', '\'', '(', ')':
-		return true
-	}
-	return false
-}
-
 // tenantOptions are the settings of a [tenants] router.
 type tenantOptions struct {
 	// Dir holds one TSDB per tenant, in Dir/<tenant>. Required.
 	Dir string
 	// Header is the request header that names the tenant; empty means
-	// defaultTenantHeader.
+	// ingest.DefaultTenantHeader.
 	Header string
 	// Default is the tenant of a request without the header (or with an
-	// empty one); empty means defaultTenant.
+	// empty one); empty means ingest.DefaultTenant.
 	Default string
-	// Receiver are the options of each tenant's Receiver; the router sets
+	// Receiver are the options of each tenant's write handler; the router sets
 	// Tenant (the tenant's ID, which the ring hashes series with) and,
 	// with RingExemplars, Exemplars.
 	Receiver ingest.Options
@@ -131,16 +80,18 @@ type tenantOptions struct {
 }
 
 // tenants is an http.Handler that routes each remote-write request to the
-// [Receiver] of its tenant, named by a header, as Thanos receive's
-// multi-TSDB does: one tsdb.DB per tenant in Dir/<tenant>, each with its
-// own Receiver (and so its own ref cache, active-series tracker, interner
-// and exemplar storage), opened on the tenant's first request or, for the
-// tenants found in Dir, by openExisting at start. closeIdle closes
-// tenants that received nothing for a while, as Thanos prunes them: the
-// TSDB is closed and its Receiver dropped, and the next request opens it
-// again (a WAL replay) with a Receiver that starts empty, so that no ref
-// of a closed head, nor of a head whose directory was removed while it was
-// closed and numbers its series from 1 again, ever reaches a new one.
+// write handler of its tenant, named by a header, as Thanos receive's
+// multi-TSDB does: an ingest.TenantWriteHandler over one tsdb.DB per tenant
+// in Dir/<tenant> (its TenantStorage is storage), each tenant with its own
+// ingest.WriteHandler (and so its own ref cache, active-series tracker,
+// interner and exemplar storage). A tenant is opened on its first request
+// or, for the tenants found in Dir, by openExisting at start. closeIdle
+// closes tenants that received nothing for a while, as Thanos prunes them:
+// the TSDB is closed and its write handler forgotten, and the next request
+// opens it again (a WAL replay) with a write handler that starts empty, so
+// that no ref of a closed head, nor of a head whose directory was removed
+// while it was closed and numbers its series from 1 again, ever reaches a
+// new one.
 //
 // Tenant lifecycle: a tenant is in the map from its first request until
 // it is closed. Requests hold a reference (inflight) from acquire to
@@ -160,19 +111,19 @@ type tenants struct {
 	m      map[string]*tenant // guarded by mu
 	closed bool               // guarded by mu
 
-	invalid    atomic.Int64 // requests refused for their tenant header
-	unrouted   atomic.Int64 // requests whose valid tenant could not be opened or admitted
+	// h routes the requests to the tenants' write handlers, asking
+	// storage for their TSDBs.
+	h          *ingest.TenantWriteHandler
 	opened     atomic.Int64 // tenant TSDBs opened, successfully or not
 	idleClosed atomic.Int64 // tenants closed by closeIdle
 }
 
-// tenant is one tenant's TSDB and Receiver.
+// tenant is one tenant's TSDB, and its exemplar ring if it has one.
 type tenant struct {
 	id    string
 	ready chan struct{} // closed once open returned; err, db, r and reg are set before
 	err   error
 	db    *tsdb.DB
-	r     *ingest.WriteHandler
 	reg   *tenantRegisterer
 	// exRing is the tenant's exemplar ring, with tenantOptions.RingExemplars.
 	exRing *exemplars.Ring
@@ -190,12 +141,12 @@ func newTenants(opts tenantOptions) (*tenants, error) {
 		panic("receiver: tenants without a directory")
 	}
 	if opts.Header == "" {
-		opts.Header = defaultTenantHeader
+		opts.Header = ingest.DefaultTenantHeader
 	}
 	if opts.Default == "" {
-		opts.Default = defaultTenant
+		opts.Default = ingest.DefaultTenant
 	}
-	if err := validTenantID(opts.Default); err != nil {
+	if err := ingest.ValidTenantID(opts.Default); err != nil {
 		return nil, fmt.Errorf("default tenant: %w", err)
 	}
 	if err := os.MkdirAll(opts.Dir, 0o777); err != nil {
@@ -210,7 +161,40 @@ func newTenants(opts tenantOptions) (*tenants, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &tenants{opts: opts, logger: logger, m: map[string]*tenant{}}, nil
+	tt := &tenants{opts: opts, logger: logger, m: map[string]*tenant{}}
+	tt.h = ingest.NewTenantWriteHandler(logger, tt.storage, ingest.TenantOptions{
+		Header: opts.Header, DefaultTenant: opts.Default, Options: tt.optionsOf,
+	})
+	return tt, nil
+}
+
+// storage is the tenants' ingest.TenantStorage: the TSDB of tenant, opened
+// if need be, held until done.
+func (tt *tenants) storage(_ context.Context, id string) (storage.Appendable, func(), error) {
+	tn, err := tt.acquire(id)
+	if err != nil {
+		if errors.Is(err, errTenantsClosed) || errors.Is(err, errTooManyTenants) {
+			err = fmt.Errorf("%w: %w", ingest.ErrTenantUnavailable, err)
+		}
+		return nil, nil, err
+	}
+	return tn.db, func() { tt.release(tn) }, nil
+}
+
+// optionsOf returns the options of the WriteHandler of tenant id, which
+// the ingest.TenantWriteHandler asks for at the tenant's first request
+// since it was opened: the request holds the open tenant, whose exemplar
+// ring, if any, the options name.
+func (tt *tenants) optionsOf(id string) ingest.Options {
+	opts := tt.opts.Receiver
+	opts.Tenant = id
+	tt.mu.RLock()
+	tn := tt.m[id]
+	tt.mu.RUnlock()
+	if tn != nil && tn.exRing != nil {
+		opts.Exemplars = ingest.RingExemplars{Ring: tn.exRing}
+	}
+	return opts
 }
 
 // isSingleTenantDir reports whether dir is itself a TSDB directory, as
@@ -243,7 +227,7 @@ func (tt *tenants) openExisting() error {
 	}
 	ids := []string{tt.opts.Default}
 	for _, e := range ents {
-		if e.IsDir() && e.Name() != tt.opts.Default && validTenantID(e.Name()) == nil {
+		if e.IsDir() && e.Name() != tt.opts.Default && ingest.ValidTenantID(e.Name()) == nil {
 			ids = append(ids, e.Name())
 		}
 	}
@@ -257,51 +241,18 @@ func (tt *tenants) openExisting() error {
 	return nil
 }
 
-// tenantOf returns the tenant ID of a request: its header, validated, or
-// the default tenant if it has none or an empty one. A request that
-// repeats the header is refused: it names no single tenant.
-func (tt *tenants) tenantOf(req *http.Request) (string, error) {
-	return requestTenant(req, tt.opts.Header, tt.opts.Default)
-}
-
-// requestTenant is tenantOf with the header and the default tenant given.
-func requestTenant(req *http.Request, header, def string) (string, error) {
-	vs := req.Header.Values(header)
-	switch {
-	case len(vs) > 1:
-		return "", fmt.Errorf("%w: %d %s headers, want one", errInvalidTenant, len(vs), header)
-	case len(vs) == 0 || vs[0] == "":
-		return def, nil
-	}
-	return vs[0], validTenantID(vs[0])
-}
-
-// ServeHTTP routes a remote-write request to its tenant's Receiver. A
-// request whose tenant header is not a valid tenant ID is answered 400
-// before anything is read or opened; one whose tenant fails to open, 500;
-// a new tenant's beyond MaxTenants, or one after close, 503.
+// ServeHTTP routes a remote-write request to its tenant's write handler
+// (ingest.TenantWriteHandler). A request whose tenant header is not a
+// valid tenant ID is answered 400 before anything is read or opened; one
+// whose tenant fails to open, 500; a new tenant's beyond MaxTenants, or one
+// after close, 503.
 func (tt *tenants) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	id, err := tt.tenantOf(req)
-	if err != nil {
-		tt.invalid.Add(1)
-		tt.logger.Warn("remote-write request rejected", "code", http.StatusBadRequest, "err", err)
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	tn, err := tt.acquire(id)
-	if err != nil {
-		tt.unrouted.Add(1)
-		code := http.StatusInternalServerError
-		if errors.Is(err, errTenantsClosed) || errors.Is(err, errTooManyTenants) {
-			code = http.StatusServiceUnavailable
-		}
-		tt.logger.Warn("remote-write request rejected", "tenant", id, "code", code, "err", err)
-		http.Error(w, err.Error(), code)
-		return
-	}
-	defer tt.release(tn)
-	tn.r.ServeHTTP(w, req)
+	tt.h.ServeHTTP(w, req)
 }
+
+// handler returns the write handler of tenant id, nil if it has none
+// (no request since it was opened, or forgotten by a purge since).
+func (tt *tenants) handler(id string) *ingest.WriteHandler { return tt.h.Handler(id) }
 
 // acquire returns the open tenant id, opening it if needed, with a
 // reference that the caller gives back with release. id must be valid.
@@ -367,7 +318,7 @@ func (tt *tenants) release(tn *tenant) {
 	tn.inflight.Add(-1)
 }
 
-// open opens tn's TSDB and makes its Receiver. A panic of tsdb.Open (as a
+// open opens tn's TSDB, and its exemplar ring with RingExemplars. A panic of tsdb.Open (as a
 // registry panics on a metric registered twice) is returned as an error,
 // so that the requests waiting for the tenant are answered.
 func (tt *tenants) open(tn *tenant) (err error) {
@@ -397,8 +348,6 @@ func (tt *tenants) open(tn *tenant) (err error) {
 		return fmt.Errorf("opening tenant %q: %w", tn.id, err)
 	}
 	tn.db = db
-	opts := tt.opts.Receiver
-	opts.Tenant = tn.id
 	if tt.opts.RingExemplars > 0 {
 		ring := exemplars.New(tt.opts.RingExemplars, exemplars.Options{})
 		if tn.reg != nil {
@@ -407,10 +356,8 @@ func (tt *tenants) open(tn *tenant) (err error) {
 			// prefix.
 			tn.reg.MustRegister(exemplars.NewCollector(ring, exemplars.CollectorOptions{Prefix: ringMetricsPrefix}))
 		}
-		opts.Exemplars = ingest.RingExemplars{Ring: ring}
 		tn.exRing = ring
 	}
-	tn.r = ingest.NewWriteHandlerV2(tt.logger.With("tenant", tn.id), db, opts)
 	tt.logger.Info("tenant opened", "tenant", tn.id, "dir", dir, "head_series", db.Head().NumSeries())
 	return nil
 }
@@ -418,6 +365,9 @@ func (tt *tenants) open(tn *tenant) (err error) {
 // closeTenant closes tn's TSDB and unregisters its metrics; tn must be
 // marked closing, with no reference held.
 func (tt *tenants) closeTenant(tn *tenant) error {
+	// The tenant's write handler goes with its TSDB: opened again, the
+	// tenant starts with an empty cache and tracker, and its new ring.
+	tt.h.Forget(tn.id)
 	err := tn.db.Close()
 	tn.reg.unregisterAll()
 	tt.mu.Lock()
@@ -517,13 +467,11 @@ func (tt *tenants) each(f func(*tenant)) {
 	}
 }
 
-// Purge is [Receiver.Purge] for every open tenant, summed.
+// Purge is ingest.TenantWriteHandler.Purge: the write handlers' purges,
+// summed, and the handlers of tenants idle since keepFrom forgotten (their
+// TSDBs stay open until closeIdle closes them).
 func (tt *tenants) Purge(keepFrom time.Time) (cache, active int) {
-	tt.each(func(tn *tenant) {
-		c, a := tn.r.Purge(keepFrom)
-		cache, active = cache+c, active+a
-	})
-	return cache, active
+	return tt.h.Purge(keepFrom)
 }
 
 // seriesCounts returns each open tenant's /api/v1/series_count, and their
@@ -533,7 +481,7 @@ func (tt *tenants) seriesCounts() tenantsCountResponse {
 	t := &resp.seriesCountResponse
 	t.HeadMinTimeMs, t.HeadMaxTimeMs = emptyHeadMinTime, emptyHeadMaxTime
 	tt.each(func(tn *tenant) {
-		s := seriesCount(tn.r, tn.db)
+		s := seriesCount(tt.handler(tn.id), tn.db)
 		resp.Tenants[tn.id] = s
 		t.HeadSeries += s.HeadSeries
 		t.ActiveSeries += s.ActiveSeries
@@ -553,7 +501,8 @@ func (tt *tenants) seriesCounts() tenantsCountResponse {
 			t.OwnedPerPeer[ep] += n
 		}
 	})
-	resp.Rejected += tt.invalid.Load() + tt.unrouted.Load()
+	ts := tt.h.Stats()
+	resp.Rejected += ts.Invalid + ts.Unrouted
 	return resp
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/internal/difftest"
 )
 
@@ -54,7 +55,7 @@ func testDifferentialTenants(t *testing.T, store string) {
 					s := tn.c.Steps[j]
 					rP := httptest.NewRecorder()
 					tn.p.ServeHTTP(rP, s.Request())
-					rK := sendTenant(tt, defaultTenantHeader, tn.header, s)
+					rK := sendTenant(tt, ingest.DefaultTenantHeader, tn.header, s)
 					if difftest.UnlimitedOracle(t, s, rK) {
 						continue
 					}

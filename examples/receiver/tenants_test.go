@@ -68,7 +68,7 @@ func sendTenant(h http.Handler, header, tenant string, s difftest.Step) *httptes
 // mustSend sends s as tenant and requires the status code want.
 func mustSend(t *testing.T, h http.Handler, tenant string, s difftest.Step, want int) *httptest.ResponseRecorder {
 	t.Helper()
-	rec := sendTenant(h, defaultTenantHeader, tenant, s)
+	rec := sendTenant(h, ingest.DefaultTenantHeader, tenant, s)
 	if rec.Code != want {
 		t.Fatalf("tenant %q: status %d, want %d: %.500s", tenant, rec.Code, want, rec.Body)
 	}
@@ -177,9 +177,9 @@ func TestValidTenantID(t *testing.T) {
 		{strings.Repeat("x", 300), false},
 	} {
 		t.Run(fmt.Sprintf("%.20q", c.id), func(t *testing.T) {
-			err := validTenantID(c.id)
-			if (err == nil) != c.ok || err != nil && !errors.Is(err, errInvalidTenant) {
-				t.Errorf("validTenantID(%.20q) = %v, want ok %v", c.id, err, c.ok)
+			err := ingest.ValidTenantID(c.id)
+			if (err == nil) != c.ok || err != nil && !errors.Is(err, ingest.ErrInvalidTenant) {
+				t.Errorf("ingest.ValidTenantID(%.20q) = %v, want ok %v", c.id, err, c.ok)
 			}
 		})
 	}
@@ -212,7 +212,7 @@ func TestTenantsHostileHeader(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			req := body.Request()
 			for _, v := range c.values {
-				req.Header.Add(defaultTenantHeader, v)
+				req.Header.Add(ingest.DefaultTenantHeader, v)
 			}
 			rec := httptest.NewRecorder()
 			tt.ServeHTTP(rec, req)
@@ -235,7 +235,7 @@ func TestTenantsHostileHeader(t *testing.T) {
 			}
 		})
 	}
-	if n := tt.invalid.Load(); n != 11 {
+	if n := tt.h.Stats().Invalid; n != 11 {
 		t.Errorf("requests refused for their tenant = %d, want 11", n)
 	}
 }
@@ -289,7 +289,7 @@ func TestTenantIdleReopen(t *testing.T) {
 	ts := time.Now().UnixMilli()
 	mustSend(t, tt, "a", seriesOf(t, ts, 1, "x", "y"), http.StatusNoContent)
 	mustSend(t, tt, "b", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
-	old := tt.m["a"].r
+	old := tt.handler("a")
 
 	// In use: not closed.
 	inUse, err := tt.acquire("b")
@@ -311,10 +311,10 @@ func TestTenantIdleReopen(t *testing.T) {
 
 	mustSend(t, tt, "a", seriesOf(t, ts+1, 2, "x", "z"), http.StatusNoContent)
 	tn := tt.m["a"]
-	if tn.r == old {
+	if tt.handler("a") == old {
 		t.Fatal("the reopened tenant has its old WriteHandler")
 	}
-	if s := tn.r.Stats(); s.ActiveSeries != 2 || s.Cache.Len != 2 || s.Requests != 1 {
+	if s := tt.handler("a").Stats(); s.ActiveSeries != 2 || s.Cache.Len != 2 || s.Requests != 1 {
 		t.Errorf("reopened tenant's stats = %+v, want 2 active and cached series, 1 request", s)
 	}
 	checkSeries(t, "reopened tenant a", tn.db, map[string][]string{
@@ -383,7 +383,7 @@ func TestTenantsConcurrentFirstRequests(t *testing.T) {
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			codes[i] = sendTenant(tt, defaultTenantHeader, "new", seriesOf(t, ts, float64(i), fmt.Sprintf("s%d", i))).Code
+			codes[i] = sendTenant(tt, ingest.DefaultTenantHeader, "new", seriesOf(t, ts, float64(i), fmt.Sprintf("s%d", i))).Code
 		})
 	}
 	close(start)
@@ -433,7 +433,7 @@ func TestTenantsCloseRace(t *testing.T) {
 		wg.Go(func() {
 			tenant := fmt.Sprintf("t%d", w%2)
 			for i := range requests {
-				rec := sendTenant(tt, defaultTenantHeader, tenant, seriesOf(t, ts+int64(i), float64(i), fmt.Sprintf("w%d", w)))
+				rec := sendTenant(tt, ingest.DefaultTenantHeader, tenant, seriesOf(t, ts+int64(i), float64(i), fmt.Sprintf("w%d", w)))
 				if rec.Code != http.StatusNoContent {
 					t.Errorf("worker %d request %d: status %d: %s", w, i, rec.Code, rec.Body)
 					return
@@ -503,11 +503,11 @@ func TestTenantSeriesLimit(t *testing.T) {
 			checkSeries(t, "tenant a", tt.tenantDB("a"), map[string][]string{
 				seriesKey("s1"): w(ts, ts+10, ts+20), seriesKey("s2"): w(ts, ts+10), seriesKey("s3"): w(ts, ts+10, ts+20),
 			})
-			s := tt.m["a"].r.Stats()
+			s := tt.handler("a").Stats()
 			if s.RefusedSeries != 3 || s.RefusedSamples != 6 || s.ActiveSeries != 3 {
 				t.Errorf("tenant a: %d series refused, %d samples, %d active; want 3, 6, 3", s.RefusedSeries, s.RefusedSamples, s.ActiveSeries)
 			}
-			if s := tt.m["b"].r.Stats(); s.RefusedSeries != 0 {
+			if s := tt.handler("b").Stats(); s.RefusedSeries != 0 {
 				t.Errorf("tenant b: %d series refused, want 0", s.RefusedSeries)
 			}
 			// Once purged, the series are no longer active: new ones go in.
@@ -533,7 +533,7 @@ func TestTenantsOpenExisting(t *testing.T) {
 	if err := tt.close(); err != nil {
 		t.Fatal(err)
 	}
-	if rec := sendTenant(tt, defaultTenantHeader, "a", seriesOf(t, ts, 1, "x")); rec.Code != http.StatusServiceUnavailable {
+	if rec := sendTenant(tt, ingest.DefaultTenantHeader, "a", seriesOf(t, ts, 1, "x")); rec.Code != http.StatusServiceUnavailable {
 		t.Errorf("after close: status %d, want 503", rec.Code)
 	}
 	if err := os.Mkdir(filepath.Join(dir, "not a tenant"), 0o777); err != nil {
@@ -544,7 +544,7 @@ func TestTenantsOpenExisting(t *testing.T) {
 	if err := tt.openExisting(); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := tt.openTenants(), []string{"a", "b", defaultTenant}; !slices.Equal(got, want) {
+	if got, want := tt.openTenants(), []string{"a", "b", ingest.DefaultTenant}; !slices.Equal(got, want) {
 		t.Errorf("open tenants %q, want %q", got, want)
 	}
 	c := tt.seriesCounts()
@@ -575,7 +575,7 @@ func TestTenantsOpenExisting(t *testing.T) {
 func TestTenantsEndpoints(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	tt := newTestTenants(t, tenantOptions{Registerer: reg, Receiver: ingest.Options{MaxSeries: 2}})
-	srv := httptest.NewServer(newRoutes(tt, newTenantCollector(tt), func() any { return tt.seriesCounts() }, reg))
+	srv := httptest.NewServer(newRoutes(tt, newTenantCollectors(tt), func() any { return tt.seriesCounts() }, reg))
 	defer srv.Close()
 	ts := time.Now().UnixMilli()
 	mustSend(t, tt, "a", seriesOf(t, ts, 1, "x", "y"), http.StatusNoContent)
@@ -659,7 +659,7 @@ func TestTenantsMaxTenants(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustSend(t, tt, "c", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
-	if n := tt.unrouted.Load(); n != 1 {
+	if n := tt.h.Stats().Unrouted; n != 1 {
 		t.Errorf("requests refused before a tenant = %d, want 1", n)
 	}
 }

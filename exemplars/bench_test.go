@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
 // benchStorage is what the benchmarks drive: Prometheus's storage
@@ -59,7 +61,7 @@ var benchImpls = []struct {
 	new  func(size, window int64) benchStorage
 }{
 	{"prometheus", func(size, window int64) benchStorage {
-		es, err := tsdb.NewCircularExemplarStorage(size, tsdb.NewExemplarMetrics(nil), window)
+		es, err := promcompat.NewCircularExemplarStorage(size, tsdb.NewExemplarMetrics(nil), window)
 		if err != nil {
 			panic(err)
 		}

@@ -112,7 +112,7 @@ func TestConfigReload(t *testing.T) {
 			if upWindow < 0 {
 				upWindow = 0
 			}
-			up.SetOutOfOrderTimeWindow(upWindow)
+			up.setWindow(upWindow)
 			if err := up.ApplyConfig(cfg); err != nil {
 				t.Fatal(err)
 			}

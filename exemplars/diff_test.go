@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
 var long = flag.Bool("exemplars.long", false, "run the differential test against Prometheus's storage for minutes rather than seconds")
@@ -109,14 +111,23 @@ type upstreamStorage struct {
 	reg *prometheus.Registry
 }
 
+// newUpstream returns Prometheus's storage of the given size and
+// out-of-order window. Before v0.310.0 the storage has no window, and a
+// window other than zero fails the test.
 func newUpstream(t testing.TB, size, window int64) upstreamStorage {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	es, err := tsdb.NewCircularExemplarStorage(size, tsdb.NewExemplarMetrics(reg), window)
+	es, err := promcompat.NewCircularExemplarStorage(size, tsdb.NewExemplarMetrics(reg), window)
 	if err != nil {
-		t.Fatalf("tsdb.NewCircularExemplarStorage(%d) = %v", size, err)
+		t.Fatalf("tsdb.NewCircularExemplarStorage(%d, %d) = %v", size, window, err)
 	}
 	return upstreamStorage{es.(*tsdb.CircularExemplarStorage), reg}
+}
+
+// setWindow sets the storage's out-of-order window, and reports whether
+// it could: the storage has none before v0.310.0.
+func (u upstreamStorage) setWindow(d int64) bool {
+	return promcompat.SetOutOfOrderTimeWindow(u.CircularExemplarStorage, d)
 }
 
 // metrics gathers the upstream storage's metrics by name.
@@ -263,7 +274,7 @@ func runDifferential(t testing.TB, src source, steps int, hashOf func(labels.Lab
 		case op < 86:
 			w := []int64{-5, 0, 1, 10, 100, 1 << 40}[src.intn(6)]
 			ring.SetOutOfOrderTimeWindow(w)
-			up.SetOutOfOrderTimeWindow(w)
+			up.setWindow(w)
 			shape.window = w
 			log = append(log, step{"SetOutOfOrderTimeWindow(%d)", []any{w}})
 		default: // a select with random matchers, checked below like every step

@@ -106,9 +106,20 @@ func pickShape(src source) diffShape {
 
 // upstreamStorage is Prometheus's storage under test, with its own
 // registry, to read its metrics back.
+//
+// Its AddExemplar and ValidateExemplar answer as v0.316.0's do for an
+// exemplar whose label names repeat, which the storages of the releases
+// before take (TestOlderPrometheus shows it): with storage.ErrExemplarsDisabled
+// when the storage's size is zero, otherwise with tsdb.ErrInvalidExemplar
+// wrapped with the name, and without adding it. So the tests hold the
+// ring to v0.316.0's rejection of such exemplars at every release, and
+// compare all else with the storage in use.
 type upstreamStorage struct {
 	*tsdb.CircularExemplarStorage
 	reg *prometheus.Registry
+	// takesRepeatedNames is set where the storage takes exemplars whose
+	// label names repeat (before v0.316.0).
+	takesRepeatedNames bool
 }
 
 // newUpstream returns Prometheus's storage of the given size and
@@ -121,7 +132,45 @@ func newUpstream(t testing.TB, size, window int64) upstreamStorage {
 	if err != nil {
 		t.Fatalf("tsdb.NewCircularExemplarStorage(%d, %d) = %v", size, window, err)
 	}
-	return upstreamStorage{es.(*tsdb.CircularExemplarStorage), reg}
+	return upstreamStorage{es.(*tsdb.CircularExemplarStorage), reg, upstreamTakesRepeatedNames()}
+}
+
+// AddExemplar is the storage's AddExemplar, but for an exemplar whose
+// label names repeat where the storage would take it (see
+// upstreamStorage).
+func (u upstreamStorage) AddExemplar(l labels.Labels, e exemplar.Exemplar) error {
+	if err := u.repeatedNames(e); err != nil {
+		return err
+	}
+	return u.CircularExemplarStorage.AddExemplar(l, e)
+}
+
+// ValidateExemplar is the storage's ValidateExemplar, but for an exemplar
+// whose label names repeat where the storage would take it (see
+// upstreamStorage).
+func (u upstreamStorage) ValidateExemplar(l labels.Labels, e exemplar.Exemplar) error {
+	if err := u.repeatedNames(e); err != nil {
+		return err
+	}
+	return u.CircularExemplarStorage.ValidateExemplar(l, e)
+}
+
+// repeatedNames returns the error of v0.316.0's storage for e if e's
+// label names repeat and the storage in use would take it, and nil
+// otherwise. v0.316.0 checks the storage's size first, and then the
+// names, before anything else.
+func (u upstreamStorage) repeatedNames(e exemplar.Exemplar) error {
+	if !u.takesRepeatedNames {
+		return nil
+	}
+	name, dup := e.Labels.HasDuplicateLabelNames()
+	if !dup {
+		return nil
+	}
+	if err := u.CircularExemplarStorage.ValidateExemplar(labels.EmptyLabels(), e); errors.Is(err, storage.ErrExemplarsDisabled) {
+		return err
+	}
+	return fmt.Errorf("label name %q is not unique: %w", name, tsdb.ErrInvalidExemplar)
 }
 
 // setWindow sets the storage's out-of-order window, and reports whether

@@ -203,6 +203,9 @@ func BenchmarkAddExemplarOutOfOrder(b *testing.B) {
 		}
 		for _, impl := range benchImpls {
 			b.Run(fmt.Sprintf("case=%s/impl=%s", c.name, impl.name), func(b *testing.B) {
+				if impl.name == "prometheus" && !promcompat.ExemplarsOutOfOrder() {
+					b.Skip("Prometheus's storage has no out-of-order window before v0.310.0: it would reject the late exemplars")
+				}
 				es := impl.new(capacity, 1<<40)
 				for i := range capacity {
 					s := i % c.series

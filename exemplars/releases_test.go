@@ -24,3 +24,17 @@ func upstreamTakesRepeatedNames() bool {
 	e := exemplar.Exemplar{Labels: labels.FromStrings("trace_id", "a", "trace_id", "b")}
 	return es.ValidateExemplar(labels.FromStrings("job", "probe"), e) == nil
 }
+
+// comparableWindow returns the out-of-order window that a test asking
+// for d gives both the ring and Prometheus's storage: d where the storage
+// has a window (v0.310.0 on), and min(d, 0) before. A storage without a
+// window rejects every exemplar before its series' newest, as a ring with
+// a window of zero or less does (TestOlderPrometheus), as long as the
+// ring's newest-window does not overflow: the tests' timestamps stay far
+// from the ends of int64.
+func comparableWindow(d int64) int64 {
+	if promcompat.ExemplarsOutOfOrder() {
+		return d
+	}
+	return min(d, 0)
+}

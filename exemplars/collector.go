@@ -51,9 +51,10 @@ type CollectorOptions struct {
 //
 // Prometheus sets its gauges as it goes; a Collector reads the ring when
 // scraped. Where Prometheus's gauges are off after a resize of a ring that
-// was not full (it takes the slot number of the next exemplar for the
-// number of exemplars stored, and the first slot's timestamp for the
-// oldest), a Collector reports the ring's actual counts.
+// was not full (from v0.310.0 on, it takes the slot number of the next
+// exemplar for the number of exemplars stored, and the first slot's
+// timestamp for the oldest), a Collector reports the ring's actual counts,
+// as v0.309.1's gauges do.
 //
 // A Collector is safe for concurrent use by multiple goroutines.
 type Collector struct {

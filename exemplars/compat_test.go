@@ -112,7 +112,10 @@ func TestConfigReload(t *testing.T) {
 			if upWindow < 0 {
 				upWindow = 0
 			}
-			up.SetOutOfOrderTimeWindow(upWindow)
+			// A ring of size zero takes nothing, with a window or without.
+			if !up.setWindow(upWindow) && upWindow > 0 && tt.max > 0 {
+				t.Skip("Prometheus's storage has no out-of-order window before v0.310.0, for tsdb.Head.ApplyConfig to set: the ring takes late exemplars that it rejects (TestOlderPrometheus shows the difference)")
+			}
 			if err := up.ApplyConfig(cfg); err != nil {
 				t.Fatal(err)
 			}

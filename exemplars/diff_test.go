@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
 var long = flag.Bool("exemplars.long", false, "run the differential test against Prometheus's storage for minutes rather than seconds")
@@ -104,19 +106,77 @@ func pickShape(src source) diffShape {
 
 // upstreamStorage is Prometheus's storage under test, with its own
 // registry, to read its metrics back.
+//
+// Its AddExemplar and ValidateExemplar answer as v0.316.0's do for an
+// exemplar whose label names repeat, which the storages of the releases
+// before take (TestOlderPrometheus shows it): with storage.ErrExemplarsDisabled
+// when the storage's size is zero, otherwise with tsdb.ErrInvalidExemplar
+// wrapped with the name, and without adding it. So the tests hold the
+// ring to v0.316.0's rejection of such exemplars at every release, and
+// compare all else with the storage in use.
 type upstreamStorage struct {
 	*tsdb.CircularExemplarStorage
 	reg *prometheus.Registry
+	// takesRepeatedNames is set where the storage takes exemplars whose
+	// label names repeat (before v0.316.0).
+	takesRepeatedNames bool
 }
 
+// newUpstream returns Prometheus's storage of the given size and
+// out-of-order window. Before v0.310.0 the storage has no window, and a
+// window other than zero fails the test.
 func newUpstream(t testing.TB, size, window int64) upstreamStorage {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	es, err := tsdb.NewCircularExemplarStorage(size, tsdb.NewExemplarMetrics(reg), window)
+	es, err := promcompat.NewCircularExemplarStorage(size, tsdb.NewExemplarMetrics(reg), window)
 	if err != nil {
-		t.Fatalf("tsdb.NewCircularExemplarStorage(%d) = %v", size, err)
+		t.Fatalf("tsdb.NewCircularExemplarStorage(%d, %d) = %v", size, window, err)
 	}
-	return upstreamStorage{es.(*tsdb.CircularExemplarStorage), reg}
+	return upstreamStorage{es.(*tsdb.CircularExemplarStorage), reg, upstreamTakesRepeatedNames()}
+}
+
+// AddExemplar is the storage's AddExemplar, but for an exemplar whose
+// label names repeat where the storage would take it (see
+// upstreamStorage).
+func (u upstreamStorage) AddExemplar(l labels.Labels, e exemplar.Exemplar) error {
+	if err := u.repeatedNames(e); err != nil {
+		return err
+	}
+	return u.CircularExemplarStorage.AddExemplar(l, e)
+}
+
+// ValidateExemplar is the storage's ValidateExemplar, but for an exemplar
+// whose label names repeat where the storage would take it (see
+// upstreamStorage).
+func (u upstreamStorage) ValidateExemplar(l labels.Labels, e exemplar.Exemplar) error {
+	if err := u.repeatedNames(e); err != nil {
+		return err
+	}
+	return u.CircularExemplarStorage.ValidateExemplar(l, e)
+}
+
+// repeatedNames returns the error of v0.316.0's storage for e if e's
+// label names repeat and the storage in use would take it, and nil
+// otherwise. v0.316.0 checks the storage's size first, and then the
+// names, before anything else.
+func (u upstreamStorage) repeatedNames(e exemplar.Exemplar) error {
+	if !u.takesRepeatedNames {
+		return nil
+	}
+	name, dup := e.Labels.HasDuplicateLabelNames()
+	if !dup {
+		return nil
+	}
+	if err := u.CircularExemplarStorage.ValidateExemplar(labels.EmptyLabels(), e); errors.Is(err, storage.ErrExemplarsDisabled) {
+		return err
+	}
+	return fmt.Errorf("label name %q is not unique: %w", name, tsdb.ErrInvalidExemplar)
+}
+
+// setWindow sets the storage's out-of-order window, and reports whether
+// it could: the storage has none before v0.310.0.
+func (u upstreamStorage) setWindow(d int64) bool {
+	return promcompat.SetOutOfOrderTimeWindow(u.CircularExemplarStorage, d)
 }
 
 // metrics gathers the upstream storage's metrics by name.
@@ -147,9 +207,14 @@ func (u upstreamStorage) metrics(t testing.TB) map[string]float64 {
 // hashOf, if not nil, gives the hash the ring is given for a series, through
 // AddExemplarHash and ValidateExemplarHash; nil uses AddExemplar and
 // ValidateExemplar.
+//
+// Before v0.310.0, whose storage has no out-of-order window, the windows
+// drawn are those of comparableWindow: zero, or a negative one, which the
+// ring alone is given. The sequence drawn is the same at every release.
 func runDifferential(t testing.TB, src source, steps int, hashOf func(labels.Labels) uint64) {
 	t.Helper()
 	shape := pickShape(src)
+	shape.window = comparableWindow(shape.window)
 	up := newUpstream(t, shape.size, shape.window)
 	ring := New(shape.size, Options{OutOfOrderTimeWindow: shape.window})
 	resized := false
@@ -261,9 +326,9 @@ func runDifferential(t testing.TB, src source, steps int, hashOf func(labels.Lab
 				fail("Resize(%d) = %d, want %d", size, got, want)
 			}
 		case op < 86:
-			w := []int64{-5, 0, 1, 10, 100, 1 << 40}[src.intn(6)]
+			w := comparableWindow([]int64{-5, 0, 1, 10, 100, 1 << 40}[src.intn(6)])
 			ring.SetOutOfOrderTimeWindow(w)
-			up.SetOutOfOrderTimeWindow(w)
+			up.setWindow(w) // false before v0.310.0, whose lack of a window w matches
 			shape.window = w
 			log = append(log, step{"SetOutOfOrderTimeWindow(%d)", []any{w}})
 		default: // a select with random matchers, checked below like every step
@@ -386,9 +451,11 @@ func sameResults(got, want []exemplar.QueryResult) bool {
 }
 
 // compareMetrics fails unless the ring's stats agree with upstream's
-// metrics. Upstream's count of stored exemplars and oldest timestamp are
-// wrong after a resize of a ring that was not full, so those two are
-// compared only until the first resize.
+// metrics. From v0.310.0 on, upstream's count of stored exemplars and
+// oldest timestamp are wrong after a resize of a ring that was not full
+// (TestUpstreamGaugesAfterResize), so there those two are compared only
+// until the first resize; v0.309.1's storage, which packs its exemplars
+// into the first slots on a resize, keeps them right.
 func compareMetrics(t testing.TB, ring *Ring, up upstreamStorage, resized bool, fail func(string, ...any)) {
 	t.Helper()
 	m := up.metrics(t)
@@ -402,7 +469,7 @@ func compareMetrics(t testing.TB, ring *Ring, up upstreamStorage, resized bool, 
 	check("prometheus_tsdb_exemplar_out_of_order_exemplars_total", float64(s.OutOfOrder))
 	check("prometheus_tsdb_exemplar_series_with_exemplars_in_storage", float64(s.Series))
 	check("prometheus_tsdb_exemplar_max_exemplars", float64(s.Size))
-	if !resized {
+	if !resized || !promcompat.ExemplarsOutOfOrder() {
 		check("prometheus_tsdb_exemplar_exemplars_in_storage", float64(s.Exemplars))
 		check("prometheus_tsdb_exemplar_last_exemplars_timestamp_seconds", float64(s.OldestTimestamp)/1000)
 	}
@@ -435,6 +502,9 @@ func TestDifferential(t *testing.T) {
 // hundreds of exemplars far out of order, so that series build, use and
 // drop the orders that replace the walk of their lists.
 func TestDifferentialLongSeries(t *testing.T) {
+	if !promcompat.ExemplarsOutOfOrder() {
+		t.Skip("Prometheus's storage has no out-of-order window before v0.310.0, and this test's sequences are all of exemplars out of order within one (TestOlderPrometheus shows the difference)")
+	}
 	sequences := 20
 	if raceEnabled {
 		sequences = 4
@@ -517,9 +587,14 @@ func FuzzDifferential(f *testing.F) {
 // with their oldest exemplars at the old end into segments of their own,
 // shrink across segments, grow past maxSegs segments, go to zero and
 // back, and take exemplars out of order in between. Everything is
-// compared after every resize and every few thousand adds.
+// compared after every resize and every few thousand adds. Before v0.310.0
+// the window is zero, and both reject the exemplars out of order.
 func TestDifferentialSegments(t *testing.T) {
-	const window = 1000
+	const late = 1000 // how far late exemplars reach back, and the window
+	window := comparableWindow(late)
+	if window != late {
+		t.Logf("Prometheus's storage has no out-of-order window before v0.310.0: a window of %d, not %d", window, late)
+	}
 	series := diffSeries[:6]
 	up := newUpstream(t, 10000, window)
 	ring := New(10000, Options{OutOfOrderTimeWindow: window})
@@ -534,7 +609,7 @@ func TestDifferentialSegments(t *testing.T) {
 			now++
 			ts := now
 			if r.IntN(8) == 0 {
-				ts -= int64(r.IntN(window * 2))
+				ts -= int64(r.IntN(late * 2))
 			}
 			s := series[r.IntN(len(series))]
 			e := exemplar.Exemplar{Labels: diffExemplarLabels[1+r.IntN(3)], Value: float64(r.IntN(4)), Ts: ts, HasTs: true}

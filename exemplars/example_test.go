@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
@@ -57,7 +58,7 @@ func ExampleRing() {
 	}
 
 	matchers := []*labels.Matcher{
-		labels.MustNewMatcher(labels.MatchEqual, labels.MetricName, "http_request_duration_seconds_bucket"),
+		labels.MustNewMatcher(labels.MatchEqual, model.MetricNameLabel, "http_request_duration_seconds_bucket"),
 		labels.MustNewMatcher(labels.MatchRegexp, "pod", "api-.*"),
 	}
 	got, _ := ring.Select(0, 10000, matchers)

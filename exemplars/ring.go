@@ -42,6 +42,16 @@ type Options struct {
 // [Ring.ValidateExemplarHash], which take the hash of the series' labels
 // that the caller already has.
 //
+// The behaviour is that of Prometheus's storage as of v0.316.0. Against
+// the storage of the older releases that this module supports, a Ring
+// differs in two ways, which TestOlderPrometheus shows: v0.309.1 to
+// v0.315.1 take an exemplar whose label names repeat, which a Ring
+// rejects with an error wrapping [ErrInvalidExemplar]; and v0.309.1 has no
+// out-of-order window, so it rejects every exemplar before the newest of
+// its series, as a Ring with a window of zero does, where a Ring with a
+// window adds it. All else, Resize included, is the same at every
+// supported release.
+//
 // Memory: 48 bytes per exemplar in the default stringlabels build (56
 // under slicelabels and dedupelabels): a 32-byte slot holding its value,
 // timestamp and flags and the links of its series' list, and beside it,

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/internal/promcompat"
 )
 
 var (
@@ -46,7 +48,11 @@ func selectFlat(t *testing.T, es storage.ExemplarQuerier) []exemplar.Exemplar {
 
 // TestAddExemplar covers the cases of upstream's
 // TestCircularExemplarStorage_AddExemplar and a few more, on the ring and
-// on upstream, and checks both against the expected exemplars.
+// on upstream, and checks both against the expected exemplars, with an
+// out-of-order window of 100 (the ring's only, before v0.310.0, whose
+// storage has no window). Before v0.310.0 the cases that take an exemplar
+// within the window check the ring alone, and that the storage rejects
+// an add as out of order.
 func TestAddExemplar(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -54,31 +60,51 @@ func TestAddExemplar(t *testing.T) {
 		adds    []exemplar.Exemplar
 		wantErr error // of the last add
 		want    []exemplar.Exemplar
+		late    bool // an add is out of order within the window
 	}{
-		{"empty ring", 0, []exemplar.Exemplar{ex(1, 1)}, storage.ErrExemplarsDisabled, nil},
-		{"one", 1, []exemplar.Exemplar{ex(1, 1)}, nil, []exemplar.Exemplar{ex(1, 1)}},
-		{"after newest", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 2)}, nil, []exemplar.Exemplar{ex(1, 1), ex(2, 2)}},
-		{"before oldest", 3, []exemplar.Exemplar{ex(1, 2), ex(2, 1)}, nil, []exemplar.Exemplar{ex(2, 1), ex(1, 2)}},
-		{"in between", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 3), ex(3, 2)}, nil, []exemplar.Exemplar{ex(1, 1), ex(3, 2), ex(2, 3)}},
-		{"after newest, full", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 2), ex(3, 3), ex(4, 4)}, nil, []exemplar.Exemplar{ex(2, 2), ex(3, 3), ex(4, 4)}},
-		{"before oldest, full", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 2), ex(3, 3), ex(4, 0)}, nil, []exemplar.Exemplar{ex(4, 0), ex(2, 2), ex(3, 3)}},
-		{"in between, full", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 3), ex(3, 4), ex(4, 2)}, nil, []exemplar.Exemplar{ex(4, 2), ex(2, 3), ex(3, 4)}},
-		{"dropped one was the place", 3, []exemplar.Exemplar{ex(2, 2), ex(1, 1), ex(5, 5), ex(3, 3)}, nil, []exemplar.Exemplar{ex(1, 1), ex(3, 3), ex(5, 5)}},
-		{"beyond the window", 3, []exemplar.Exemplar{ex(1, 200), ex(2, 1)}, storage.ErrOutOfOrderExemplar, []exemplar.Exemplar{ex(1, 200)}},
-		{"at the window's edge", 3, []exemplar.Exemplar{ex(1, 200), ex(2, 100)}, storage.ErrOutOfOrderExemplar, []exemplar.Exemplar{ex(1, 200)}},
-		{"just inside the window", 3, []exemplar.Exemplar{ex(1, 200), ex(2, 101)}, nil, []exemplar.Exemplar{ex(2, 101), ex(1, 200)}},
-		{"duplicate of newest", 3, []exemplar.Exemplar{ex(1, 3), ex(1, 3)}, nil, []exemplar.Exemplar{ex(1, 3)}},
-		{"duplicate when full", 3, []exemplar.Exemplar{ex(1, 3), ex(2, 4), ex(3, 5), ex(3, 5)}, nil, []exemplar.Exemplar{ex(1, 3), ex(2, 4), ex(3, 5)}},
-		{"equal timestamps, larger value", 3, []exemplar.Exemplar{ex(1, 0), ex(2, 0)}, nil, []exemplar.Exemplar{ex(1, 0), ex(2, 0)}},
-		{"equal timestamps, smaller value", 3, []exemplar.Exemplar{ex(2, 0), ex(1, 0)}, storage.ErrOutOfOrderExemplar, []exemplar.Exemplar{ex(2, 0)}},
-		{"out of order at a stored timestamp", 6, []exemplar.Exemplar{ex(1, 1), ex(2, 2), ex(3, 3), ex(9, 2)}, nil, []exemplar.Exemplar{ex(1, 1), ex(2, 2), ex(3, 3)}},
-		{"too long", 3, []exemplar.Exemplar{{Labels: labels.FromStrings("a", string(make([]byte, 128)))}}, storage.ErrExemplarLabelLength, nil},
-		{"repeated name", 3, []exemplar.Exemplar{{Labels: labels.FromStrings("a", "1", "a", "2")}}, tsdb.ErrInvalidExemplar, nil},
+		{"empty ring", 0, []exemplar.Exemplar{ex(1, 1)}, storage.ErrExemplarsDisabled, nil, false},
+		{"one", 1, []exemplar.Exemplar{ex(1, 1)}, nil, []exemplar.Exemplar{ex(1, 1)}, false},
+		{"after newest", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 2)}, nil, []exemplar.Exemplar{ex(1, 1), ex(2, 2)}, false},
+		{"before oldest", 3, []exemplar.Exemplar{ex(1, 2), ex(2, 1)}, nil, []exemplar.Exemplar{ex(2, 1), ex(1, 2)}, true},
+		{"in between", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 3), ex(3, 2)}, nil, []exemplar.Exemplar{ex(1, 1), ex(3, 2), ex(2, 3)}, true},
+		{"after newest, full", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 2), ex(3, 3), ex(4, 4)}, nil, []exemplar.Exemplar{ex(2, 2), ex(3, 3), ex(4, 4)}, false},
+		{"before oldest, full", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 2), ex(3, 3), ex(4, 0)}, nil, []exemplar.Exemplar{ex(4, 0), ex(2, 2), ex(3, 3)}, true},
+		{"in between, full", 3, []exemplar.Exemplar{ex(1, 1), ex(2, 3), ex(3, 4), ex(4, 2)}, nil, []exemplar.Exemplar{ex(4, 2), ex(2, 3), ex(3, 4)}, true},
+		{"dropped one was the place", 3, []exemplar.Exemplar{ex(2, 2), ex(1, 1), ex(5, 5), ex(3, 3)}, nil, []exemplar.Exemplar{ex(1, 1), ex(3, 3), ex(5, 5)}, true},
+		{"beyond the window", 3, []exemplar.Exemplar{ex(1, 200), ex(2, 1)}, storage.ErrOutOfOrderExemplar, []exemplar.Exemplar{ex(1, 200)}, false},
+		{"at the window's edge", 3, []exemplar.Exemplar{ex(1, 200), ex(2, 100)}, storage.ErrOutOfOrderExemplar, []exemplar.Exemplar{ex(1, 200)}, false},
+		{"just inside the window", 3, []exemplar.Exemplar{ex(1, 200), ex(2, 101)}, nil, []exemplar.Exemplar{ex(2, 101), ex(1, 200)}, true},
+		{"duplicate of newest", 3, []exemplar.Exemplar{ex(1, 3), ex(1, 3)}, nil, []exemplar.Exemplar{ex(1, 3)}, false},
+		{"duplicate when full", 3, []exemplar.Exemplar{ex(1, 3), ex(2, 4), ex(3, 5), ex(3, 5)}, nil, []exemplar.Exemplar{ex(1, 3), ex(2, 4), ex(3, 5)}, false},
+		{"equal timestamps, larger value", 3, []exemplar.Exemplar{ex(1, 0), ex(2, 0)}, nil, []exemplar.Exemplar{ex(1, 0), ex(2, 0)}, false},
+		{"equal timestamps, smaller value", 3, []exemplar.Exemplar{ex(2, 0), ex(1, 0)}, storage.ErrOutOfOrderExemplar, []exemplar.Exemplar{ex(2, 0)}, false},
+		{"out of order at a stored timestamp", 6, []exemplar.Exemplar{ex(1, 1), ex(2, 2), ex(3, 3), ex(9, 2)}, nil, []exemplar.Exemplar{ex(1, 1), ex(2, 2), ex(3, 3)}, true},
+		{"too long", 3, []exemplar.Exemplar{{Labels: labels.FromStrings("a", string(make([]byte, 128)))}}, storage.ErrExemplarLabelLength, nil, false},
+		{"repeated name", 3, []exemplar.Exemplar{{Labels: labels.FromStrings("a", "1", "a", "2")}}, tsdb.ErrInvalidExemplar, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ring := New(tt.size, Options{OutOfOrderTimeWindow: 100})
-			up := newUpstream(t, tt.size, 100)
+			up := newUpstream(t, tt.size, comparableWindow(100))
+			if tt.late && !promcompat.ExemplarsOutOfOrder() {
+				var err error
+				upRejected := false
+				for _, e := range tt.adds {
+					err = ring.AddExemplar(seriesFoo, e)
+					upRejected = upRejected || up.AddExemplar(seriesFoo, e) == storage.ErrOutOfOrderExemplar
+				}
+				if !errors.Is(err, tt.wantErr) {
+					t.Errorf("AddExemplar = %v, want %v", err, tt.wantErr)
+				}
+				if got := selectFlat(t, ring); !reflect.DeepEqual(got, tt.want) {
+					t.Errorf("Select = %v, want %v", got, tt.want)
+				}
+				if !upRejected {
+					t.Errorf("Prometheus's storage without a window rejected no add as out of order: the case needs no window, mark it so")
+				}
+				t.Log("the ring alone: Prometheus's storage has no out-of-order window before v0.310.0, and rejects the late exemplar")
+				return
+			}
 			var err, upErr error
 			for _, e := range tt.adds {
 				err, upErr = ring.AddExemplar(seriesFoo, e), up.AddExemplar(seriesFoo, e)
@@ -102,10 +128,12 @@ func TestAddExemplar(t *testing.T) {
 // the newest, and is rejected with storage.ErrOutOfOrderExemplar, and
 // counted as such, rather than ignored as the duplicate it is. Upstream's
 // own BenchmarkAddExemplar_OutOfOrder fails on it when it re-adds its
-// sequence. The ring stays compatible.
+// sequence. The ring stays compatible. (Before v0.310.0, whose storage has
+// no out-of-order window, the ring's window is its own, and the older
+// exemplars at the end are checked on the ring alone.)
 func TestUpstreamSameTimestampQuirk(t *testing.T) {
 	ring := New(10, Options{OutOfOrderTimeWindow: 1000})
-	up := newUpstream(t, 10, 1000)
+	up := newUpstream(t, 10, comparableWindow(1000))
 	for _, e := range []exemplar.Exemplar{ex(1, 100), ex(2, 100)} {
 		if err, upErr := ring.AddExemplar(seriesFoo, e), up.AddExemplar(seriesFoo, e); err != nil || upErr != nil {
 			t.Fatalf("AddExemplar(%v) = %v (upstream %v), want nil", e, err, upErr)
@@ -124,14 +152,27 @@ func TestUpstreamSameTimestampQuirk(t *testing.T) {
 	// stored one: out of order, but at a stored timestamp.
 	older := ex(7, 100)
 	older.Ts = 99
+	if !promcompat.ExemplarsOutOfOrder() {
+		t.Log("the older exemplars on the ring alone: Prometheus's storage has no out-of-order window before v0.310.0")
+	}
 	for _, e := range []exemplar.Exemplar{older, older} {
-		err, upErr = ring.AddExemplar(seriesFoo, e), up.AddExemplar(seriesFoo, e)
-		if err != nil || upErr != nil {
-			t.Errorf("AddExemplar(%v) = %v (upstream %v), want nil", e, err, upErr)
+		if err := ring.AddExemplar(seriesFoo, e); err != nil {
+			t.Errorf("AddExemplar(%v) = %v, want nil", e, err)
+		}
+		if promcompat.ExemplarsOutOfOrder() {
+			if upErr := up.AddExemplar(seriesFoo, e); upErr != nil {
+				t.Errorf("upstream AddExemplar(%v) = %v, want nil", e, upErr)
+			}
 		}
 	}
-	if got, want := selectFlat(t, ring), selectFlat(t, up); !reflect.DeepEqual(got, want) {
+	want := []exemplar.Exemplar{older, ex(1, 100), ex(2, 100)}
+	if got := selectFlat(t, ring); !reflect.DeepEqual(got, want) {
 		t.Errorf("Select = %v, want %v", got, want)
+	}
+	if promcompat.ExemplarsOutOfOrder() {
+		if got := selectFlat(t, up); !reflect.DeepEqual(got, want) {
+			t.Errorf("upstream Select = %v, want %v", got, want)
+		}
 	}
 }
 
@@ -571,6 +612,9 @@ func TestUpstreamOutOfOrderPatterns(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sequential: the race detector would add only time")
 	}
+	if !promcompat.ExemplarsOutOfOrder() {
+		t.Skip("Prometheus's storage has no out-of-order window before v0.310.0, nor this benchmark: these sequences are of v0.310.0 on (TestOlderPrometheus shows the difference)")
+	}
 	const capacity = 5000
 	exLabels := labels.FromStrings("trace_id", "89620921")
 	fills := map[string]func(add func(labels.Labels, exemplar.Exemplar) error){
@@ -647,10 +691,16 @@ func TestUpstreamOutOfOrderPatterns(t *testing.T) {
 // TestSelectShares checks that Select returns the same whichever way it
 // copies, always by walks (share 0), always by a pass (MaxSize) or as
 // scanShare chooses, as upstream's Select, on series whose lists are in
-// arrival order and on series that took exemplars out of order.
+// arrival order and on series that took exemplars out of order (before
+// v0.310.0, whose storage has no out-of-order window, the window is zero,
+// and those series are in arrival order too).
 func TestSelectShares(t *testing.T) {
 	const size = 200
-	ring, up := New(size, Options{OutOfOrderTimeWindow: 50}), newUpstream(t, size, 50)
+	window := comparableWindow(50)
+	if window != 50 {
+		t.Logf("Prometheus's storage has no out-of-order window before v0.310.0: a window of %d, and lists in arrival order only", window)
+	}
+	ring, up := New(size, Options{OutOfOrderTimeWindow: window}), newUpstream(t, size, window)
 	src := rand.New(rand.NewPCG(1, 2))
 	for i := range 3 * size {
 		lset := labels.FromStrings("service", strconv.Itoa(i%20))

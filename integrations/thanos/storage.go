@@ -1,0 +1,280 @@
+package thanos
+
+import (
+	"context"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/histogram"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/thanos-io/thanos/pkg/receive"
+
+	"github.com/ingestkit/ingestkit/ingest"
+)
+
+// TenantStorage is a [receive.TenantStorage] whose appendables keep each
+// tenant's series refs in an [ingest.Cache] across requests. Thanos's
+// receive.Writer asks its appender for the ref of every series it writes
+// (storage.GetRef, with the labels and their hash) before appending; through
+// a TenantStorage that question is answered by the tenant's cache, confirmed
+// by the labels, and reaches the TSDB head only for a series the cache does
+// not hold. Appends then go to the head by ref, as they do without it, and
+// the head's answers and errors pass through unchanged, so the TSDB ends up
+// with the same data.
+//
+// Each tenant gets a cache of its own, bound (see [ingest.Cache]) to the
+// appendable the wrapped storage returns for it: Thanos's MultiTSDB returns
+// one *receive.ReadyStorage per tenant for the life of the tenant's TSDB, so
+// a tenant pruned and loaded again is a new storage to the cache, which then
+// starts empty rather than hand out the closed head's refs. An appendable
+// whose dynamic type is not comparable cannot be told apart from another
+// and is used without a cache.
+//
+// A new series is looked up twice, once for the Writer's GetRef and once for
+// its first append (the labels the TSDB keeps are the copy the Writer makes
+// after GetRef), so it counts two misses in [ingest.CacheStats].
+//
+// A TenantStorage is safe for concurrent use by multiple goroutines. It must
+// not be copied after first use.
+type TenantStorage struct {
+	storage receive.TenantStorage // immutable
+
+	mu     sync.RWMutex
+	caches map[string]*ingest.Cache // guarded by mu
+}
+
+// NewTenantStorage returns a TenantStorage over s, such as Thanos's
+// *receive.MultiTSDB, with no tenant cached yet. Pass it where Thanos takes
+// s: receive.NewWriter(logger, NewTenantStorage(multiTSDB), opts).
+func NewTenantStorage(s receive.TenantStorage) *TenantStorage {
+	return &TenantStorage{storage: s, caches: make(map[string]*ingest.Cache)}
+}
+
+// TenantAppendable returns the wrapped storage's appendable for tenant,
+// with the tenant's cache behind its appenders, and the wrapped storage's
+// errors unchanged.
+func (s *TenantStorage) TenantAppendable(tenant string) (receive.Appendable, error) {
+	a, err := s.storage.TenantAppendable(tenant)
+	if err != nil || !reflect.ValueOf(a).Comparable() {
+		return a, err
+	}
+	return &appendable{storage: a, cache: s.tenantCache(tenant)}, nil
+}
+
+// Cache returns tenant's cache, for its [ingest.Cache.Stats], or nil if no
+// request has reached the tenant since it was last purged (see
+// [TenantStorage.Purge]).
+func (s *TenantStorage) Cache(tenant string) *ingest.Cache {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.caches[tenant]
+}
+
+// tenantCache returns tenant's cache, made on the tenant's first request.
+func (s *TenantStorage) tenantCache(tenant string) *ingest.Cache {
+	s.mu.RLock()
+	c := s.caches[tenant]
+	s.mu.RUnlock()
+	if c != nil {
+		return c
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c = s.caches[tenant]; c == nil {
+		c = ingest.NewCache(ingest.CacheOptions{})
+		s.caches[tenant] = c
+	}
+	return c
+}
+
+// Purge drops from every tenant's cache the series not looked up since
+// keepFrom, in milliseconds since the Unix epoch (see
+// [ingest.Cache.Purge]), and forgets the tenants left with none, so that
+// the cache of a tenant that Thanos pruned no longer keeps its closed
+// head's labels. It returns the number of series dropped. Call it
+// periodically, for instance with keepFrom an hour or two ago, as the head
+// keeps series that long.
+//
+// A request in progress for a tenant being forgotten keeps its cache until
+// it ends; the tenant's next request starts a new, empty one.
+func (s *TenantStorage) Purge(keepFrom int64) (purged int) {
+	s.mu.RLock()
+	caches := make(map[string]*ingest.Cache, len(s.caches))
+	for tenant, c := range s.caches {
+		caches[tenant] = c
+	}
+	s.mu.RUnlock()
+	// Purged outside the lock: a purge walks the whole cache, and requests
+	// for other tenants must not wait for it.
+	for tenant, c := range caches {
+		purged += c.Purge(keepFrom)
+		if c.Len() == 0 {
+			s.mu.Lock()
+			if s.caches[tenant] == c {
+				delete(s.caches, tenant)
+			}
+			s.mu.Unlock()
+		}
+	}
+	return purged
+}
+
+// appendable is a tenant's appendable with the tenant's cache.
+type appendable struct {
+	storage receive.Appendable
+	cache   *ingest.Cache
+}
+
+// Appender opens a transaction on the tenant's storage, as Thanos's Writer
+// does for each request, and returns an appender over it that resolves
+// series through the tenant's cache. An error of the storage, such as
+// receive.ErrNotReady, is returned as it is.
+func (a *appendable) Appender(ctx context.Context) (storage.Appender, error) {
+	app := &appender{}
+	app.ik = ingest.NewAppender(ctx, prometheusAppendable{a.storage}, a.cache, time.Now().UnixMilli())
+	if n, ok := app.ik.Wrapped().(notOpened); ok {
+		return nil, n.err
+	}
+	app.Appender = app.ik.Wrapped()
+	return app, nil
+}
+
+// prometheusAppendable is a tenant's Thanos appendable as the
+// storage.Appendable that ingest's appenders open their transactions on.
+// The cache compares it, and so the Thanos appendable inside it, with the
+// storage it serves: the same value for every request to one TSDB.
+type prometheusAppendable struct {
+	storage receive.Appendable
+}
+
+// Appender opens a transaction, or returns a notOpened holding the error
+// the storage gave, which the appendable hands to the Writer.
+func (p prometheusAppendable) Appender(ctx context.Context) storage.Appender {
+	app, err := p.storage.Appender(ctx)
+	if err != nil {
+		return notOpened{err: err}
+	}
+	return app
+}
+
+// notOpened is the transaction a storage refused to open. Its methods are
+// never called: the appendable returns err instead.
+type notOpened struct {
+	storage.Appender // nil
+	err              error
+}
+
+// appender is a request's transaction as Thanos's Writer sees it: a
+// storage.Appender with storage.GetRef, whose lookups and appends go
+// through ingestkit's appender, and whose other methods pass through to
+// the transaction.
+type appender struct {
+	storage.Appender // the transaction, ik's
+	ik               *ingest.Appender
+
+	// series is the series of the last GetRef, or of the last append of a
+	// series GetRef had not found, and h its handle. A handle of ref 0 is
+	// never appended through: its labels are those GetRef was given, which
+	// in Thanos alias the request.
+	series knownSeries
+	h      ingest.Handle
+}
+
+// GetRef returns the ref and the TSDB's labels of the series of lset,
+// whose hash is hash, from the tenant's cache or else from the head, or 0
+// and lset if the TSDB does not hold it, as storage.GetRef does. It makes
+// no allocation for a series in the cache or the head.
+func (a *appender) GetRef(lset labels.Labels, hash uint64) (storage.SeriesRef, labels.Labels) {
+	a.series = knownSeries{lset: lset, hash: hash}
+	h, err := a.ik.Lookup(&a.series)
+	if err != nil || h.Ref() == 0 {
+		a.h = ingest.Handle{}
+		return 0, lset
+	}
+	a.h = h
+	return h.Ref(), h.Labels()
+}
+
+// handle returns the handle to append the series of ref and lset through:
+// that of the last GetRef when ref is its ref, one looked up again with
+// lset, the labels the TSDB will keep, when ref is 0, and nil (append
+// without the cache) for a ref the appender did not hand out.
+func (a *appender) handle(ref storage.SeriesRef, lset labels.Labels) *ingest.Handle {
+	if ref != 0 {
+		if ref == a.h.Ref() {
+			return &a.h
+		}
+		return nil
+	}
+	// The Writer appends a series GetRef did not find with a copy of the
+	// labels it gave GetRef, whose hash it computed: the hash is reused
+	// only for those labels.
+	hash := a.series.hash
+	if a.series.lset.IsEmpty() || !labels.Equal(lset, a.series.lset) {
+		hash = lset.Hash()
+	}
+	a.series = knownSeries{lset: lset, hash: hash}
+	h, err := a.ik.Lookup(&a.series)
+	if err != nil {
+		return nil
+	}
+	a.h = h
+	return &a.h
+}
+
+// Append appends a float sample as storage.Appender does, recording the
+// series' ref in the cache.
+func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
+	h := a.handle(ref, lset)
+	if h == nil {
+		return a.Appender.Append(ref, lset, t, v)
+	}
+	err := a.ik.Append(h, t, v)
+	return h.Ref(), err
+}
+
+// AppendHistogram appends a histogram sample as storage.Appender does,
+// recording the series' ref in the cache.
+func (a *appender) AppendHistogram(ref storage.SeriesRef, lset labels.Labels, t int64, hist *histogram.Histogram, fh *histogram.FloatHistogram) (storage.SeriesRef, error) {
+	h := a.handle(ref, lset)
+	if h == nil {
+		return a.Appender.AppendHistogram(ref, lset, t, hist, fh)
+	}
+	err := a.ik.AppendHistogram(h, t, hist, fh)
+	return h.Ref(), err
+}
+
+// AppendExemplar appends an exemplar as storage.Appender does.
+func (a *appender) AppendExemplar(ref storage.SeriesRef, lset labels.Labels, e exemplar.Exemplar) (storage.SeriesRef, error) {
+	h := a.handle(ref, lset)
+	if h == nil {
+		return a.Appender.AppendExemplar(ref, lset, e)
+	}
+	err := a.ik.AppendExemplar(h, e)
+	return h.Ref(), err
+}
+
+// Commit commits the transaction and adds its lookups to the cache's
+// counts.
+func (a *appender) Commit() error { return a.ik.Commit() }
+
+// Rollback rolls the transaction back and adds its lookups to the cache's
+// counts.
+func (a *appender) Rollback() error { return a.ik.Rollback() }
+
+// knownSeries is a series whose labels and hash the Writer already has, as
+// ingest's appenders look series up. Its labels are returned as they are:
+// for a series the TSDB does not hold they are the request's, and the
+// appender appends with the Writer's copy instead (see appender.handle).
+type knownSeries struct {
+	lset labels.Labels
+	hash uint64
+}
+
+func (s *knownSeries) Err() error                  { return nil }
+func (s *knownSeries) Equal(ls labels.Labels) bool { return labels.Equal(s.lset, ls) }
+func (s *knownSeries) Hash() uint64                { return s.hash }
+func (s *knownSeries) Labels() labels.Labels       { return s.lset }

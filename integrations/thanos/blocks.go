@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
@@ -15,7 +16,9 @@ import (
 	"github.com/ingestkit/ingestkit/exemplars"
 	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/ingest/activeseries"
+	"github.com/ingestkit/ingestkit/ingest/decode"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
+	"github.com/ingestkit/ingestkit/ingest/refcache"
 	iklabels "github.com/ingestkit/ingestkit/labels"
 	"github.com/ingestkit/ingestkit/postings"
 )
@@ -23,7 +26,7 @@ import (
 // Hashrings returns ingestkit's routing for the hashrings Thanos receive
 // has read from its hashrings file (what receive.ConfigWatcher sends), so
 // that a fork routes each series with [hashring.Ring] from the hash its
-// decoder computed ([ingest.Series.ThanosHash]) to the endpoints Thanos's
+// decoder computed ([decode.Series.ThanosHash]) to the endpoints Thanos's
 // own hashring would pick. opts holds what Thanos takes from its flags:
 // --receive.hashrings-algorithm and --receive.replication-factor.
 //
@@ -51,21 +54,25 @@ var (
 	_ receive.TenantStorage = (*TenantStorage)(nil)
 	_ storage.GetRef        = (*appender)(nil)
 
-	// The request path of a receiver built from the blocks (see
-	// examples/receiver): one BodyReader per server, a Decoder and an
-	// AppenderV2 per worker over the tenant's TSDB (the *tsdb.DB that
-	// receive.ReadyStorage.Get returns), and the tenant's active series.
-	_                                                                                      = (*ingest.BodyReader)(nil)
-	_                                                                                      = (*ingest.Decoder)(nil)
-	_ storage.AppendableV2                                                                 = (*tsdb.DB)(nil)
-	_ func(context.Context, storage.AppendableV2, *ingest.Cache, int64) *ingest.AppenderV2 = ingest.NewAppenderV2
-	_                                                                                      = (*activeseries.Tracker)(nil)
+	// The write path as a library, over one tenant's TSDB (the *tsdb.DB
+	// that receive.ReadyStorage.Get returns) or one per tenant; and the
+	// blocks it is made of, for a fork that composes its own: one
+	// BodyReader per server, a Decoder and an AppenderV2 per worker, and
+	// the tenant's active series.
+	_ storage.Appendable                                                                        = (*tsdb.DB)(nil)
+	_ func(*slog.Logger, storage.Appendable, ingest.Options) *ingest.WriteHandler               = ingest.NewWriteHandler
+	_ func(*slog.Logger, ingest.TenantStorage, ingest.TenantOptions) *ingest.TenantWriteHandler = ingest.NewTenantWriteHandler
+	_                                                                                           = (*decode.BodyReader)(nil)
+	_                                                                                           = (*decode.Decoder)(nil)
+	_ storage.AppendableV2                                                                      = (*tsdb.DB)(nil)
+	_ func(context.Context, storage.AppendableV2, *refcache.Cache, int64) *refcache.AppenderV2  = refcache.NewAppenderV2
+	_                                                                                           = (*activeseries.Tracker)(nil)
 
 	// A fork with a decoder of its own (Thanos's Cap'n Proto writer) feeds
 	// its pairs to a HashedBuilder, which ingest's appenders look up as
 	// they are; strings that outlive a request go through an Interner.
-	_ ingest.SeriesLabels = (*iklabels.HashedBuilder)(nil)
-	_ iklabels.Interner   = (*iklabels.Table)(nil)
+	_ refcache.SeriesLabels = (*iklabels.HashedBuilder)(nil)
+	_ iklabels.Interner     = (*iklabels.Table)(nil)
 
 	// An exemplar ring can back Thanos's exemplar API, whose
 	// thanosexemplars.NewTSDB takes a storage.ExemplarQueryable.

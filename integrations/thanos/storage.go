@@ -12,11 +12,11 @@ import (
 	"github.com/prometheus/prometheus/storage"
 	"github.com/thanos-io/thanos/pkg/receive"
 
-	"github.com/ingestkit/ingestkit/ingest"
+	"github.com/ingestkit/ingestkit/ingest/refcache"
 )
 
 // TenantStorage is a [receive.TenantStorage] whose appendables keep each
-// tenant's series refs in an [ingest.Cache] across requests. Thanos's
+// tenant's series refs in an [refcache.Cache] across requests. Thanos's
 // receive.Writer asks its appender for the ref of every series it writes
 // (storage.GetRef, with the labels and their hash) before appending; through
 // a TenantStorage that question is answered by the tenant's cache, confirmed
@@ -25,7 +25,7 @@ import (
 // the head's answers and errors pass through unchanged, so the TSDB ends up
 // with the same data.
 //
-// Each tenant gets a cache of its own, bound (see [ingest.Cache]) to the
+// Each tenant gets a cache of its own, bound (see [refcache.Cache]) to the
 // appendable the wrapped storage returns for it: Thanos's MultiTSDB returns
 // one *receive.ReadyStorage per tenant for the life of the tenant's TSDB, so
 // a tenant pruned and loaded again is a new storage to the cache, which then
@@ -35,7 +35,7 @@ import (
 //
 // A new series is looked up twice, once for the Writer's GetRef and once for
 // its first append (the labels the TSDB keeps are the copy the Writer makes
-// after GetRef), so it counts two misses in [ingest.CacheStats].
+// after GetRef), so it counts two misses in [refcache.Stats].
 //
 // A TenantStorage is safe for concurrent use by multiple goroutines. It must
 // not be copied after first use.
@@ -43,14 +43,14 @@ type TenantStorage struct {
 	storage receive.TenantStorage // immutable
 
 	mu     sync.RWMutex
-	caches map[string]*ingest.Cache // guarded by mu
+	caches map[string]*refcache.Cache // guarded by mu
 }
 
 // NewTenantStorage returns a TenantStorage over s, such as Thanos's
 // *receive.MultiTSDB, with no tenant cached yet. Pass it where Thanos takes
 // s: receive.NewWriter(logger, NewTenantStorage(multiTSDB), opts).
 func NewTenantStorage(s receive.TenantStorage) *TenantStorage {
-	return &TenantStorage{storage: s, caches: make(map[string]*ingest.Cache)}
+	return &TenantStorage{storage: s, caches: make(map[string]*refcache.Cache)}
 }
 
 // TenantAppendable returns the wrapped storage's appendable for tenant,
@@ -64,17 +64,17 @@ func (s *TenantStorage) TenantAppendable(tenant string) (receive.Appendable, err
 	return &appendable{storage: a, cache: s.tenantCache(tenant)}, nil
 }
 
-// Cache returns tenant's cache, for its [ingest.Cache.Stats], or nil if no
+// Cache returns tenant's cache, for its [refcache.Cache.Stats], or nil if no
 // request has reached the tenant since it was last purged (see
 // [TenantStorage.Purge]).
-func (s *TenantStorage) Cache(tenant string) *ingest.Cache {
+func (s *TenantStorage) Cache(tenant string) *refcache.Cache {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.caches[tenant]
 }
 
 // tenantCache returns tenant's cache, made on the tenant's first request.
-func (s *TenantStorage) tenantCache(tenant string) *ingest.Cache {
+func (s *TenantStorage) tenantCache(tenant string) *refcache.Cache {
 	s.mu.RLock()
 	c := s.caches[tenant]
 	s.mu.RUnlock()
@@ -84,7 +84,7 @@ func (s *TenantStorage) tenantCache(tenant string) *ingest.Cache {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c = s.caches[tenant]; c == nil {
-		c = ingest.NewCache(ingest.CacheOptions{})
+		c = refcache.New(refcache.Options{})
 		s.caches[tenant] = c
 	}
 	return c
@@ -92,7 +92,7 @@ func (s *TenantStorage) tenantCache(tenant string) *ingest.Cache {
 
 // Purge drops from every tenant's cache the series not looked up since
 // keepFrom, in milliseconds since the Unix epoch (see
-// [ingest.Cache.Purge]), and forgets the tenants left with none, so that
+// [refcache.Cache.Purge]), and forgets the tenants left with none, so that
 // the cache of a tenant that Thanos pruned no longer keeps its closed
 // head's labels. It returns the number of series dropped. Call it
 // periodically, for instance with keepFrom an hour or two ago, as the head
@@ -102,7 +102,7 @@ func (s *TenantStorage) tenantCache(tenant string) *ingest.Cache {
 // it ends; the tenant's next request starts a new, empty one.
 func (s *TenantStorage) Purge(keepFrom int64) (purged int) {
 	s.mu.RLock()
-	caches := make(map[string]*ingest.Cache, len(s.caches))
+	caches := make(map[string]*refcache.Cache, len(s.caches))
 	for tenant, c := range s.caches {
 		caches[tenant] = c
 	}
@@ -125,7 +125,7 @@ func (s *TenantStorage) Purge(keepFrom int64) (purged int) {
 // appendable is a tenant's appendable with the tenant's cache.
 type appendable struct {
 	storage receive.Appendable
-	cache   *ingest.Cache
+	cache   *refcache.Cache
 }
 
 // Appender opens a transaction on the tenant's storage, as Thanos's Writer
@@ -134,7 +134,7 @@ type appendable struct {
 // receive.ErrNotReady, is returned as it is.
 func (a *appendable) Appender(ctx context.Context) (storage.Appender, error) {
 	app := &appender{}
-	app.ik = ingest.NewAppender(ctx, prometheusAppendable{a.storage}, a.cache, time.Now().UnixMilli())
+	app.ik = refcache.NewAppender(ctx, prometheusAppendable{a.storage}, a.cache, time.Now().UnixMilli())
 	if n, ok := app.ik.Wrapped().(notOpened); ok {
 		return nil, n.err
 	}
@@ -173,14 +173,14 @@ type notOpened struct {
 // the transaction.
 type appender struct {
 	storage.Appender // the transaction, ik's
-	ik               *ingest.Appender
+	ik               *refcache.Appender
 
 	// series is the series of the last GetRef, or of the last append of a
 	// series GetRef had not found, and h its handle. A handle of ref 0 is
 	// never appended through: its labels are those GetRef was given, which
 	// in Thanos alias the request.
 	series knownSeries
-	h      ingest.Handle
+	h      refcache.Handle
 }
 
 // GetRef returns the ref and the TSDB's labels of the series of lset,
@@ -191,7 +191,7 @@ func (a *appender) GetRef(lset labels.Labels, hash uint64) (storage.SeriesRef, l
 	a.series = knownSeries{lset: lset, hash: hash}
 	h, err := a.ik.Lookup(&a.series)
 	if err != nil || h.Ref() == 0 {
-		a.h = ingest.Handle{}
+		a.h = refcache.Handle{}
 		return 0, lset
 	}
 	a.h = h
@@ -202,7 +202,7 @@ func (a *appender) GetRef(lset labels.Labels, hash uint64) (storage.SeriesRef, l
 // that of the last GetRef when ref is its ref, one looked up again with
 // lset, the labels the TSDB will keep, when ref is 0, and nil (append
 // without the cache) for a ref the appender did not hand out.
-func (a *appender) handle(ref storage.SeriesRef, lset labels.Labels) *ingest.Handle {
+func (a *appender) handle(ref storage.SeriesRef, lset labels.Labels) *refcache.Handle {
 	if ref != 0 {
 		if ref == a.h.Ref() {
 			return &a.h

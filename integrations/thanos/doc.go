@@ -4,7 +4,7 @@
 // beside the Thanos types each block takes or replaces. It holds two
 // small pieces of the integration: [TenantStorage], a
 // receive.TenantStorage whose appenders keep each tenant's series refs in
-// an [refcache.Cache], and [Hashrings], Thanos's hashrings configuration as
+// a [refcache.Cache], and [Hashrings], Thanos's hashrings configuration as
 // ingestkit's rings. The integration itself, the wrapper wired into a
 // Thanos receiver, measured and documented for a fork, comes in a later
 // issue.

@@ -16,7 +16,7 @@ import (
 )
 
 // TenantStorage is a [receive.TenantStorage] whose appendables keep each
-// tenant's series refs in an [refcache.Cache] across requests. Thanos's
+// tenant's series refs in a [refcache.Cache] across requests. Thanos's
 // receive.Writer asks its appender for the ref of every series it writes
 // (storage.GetRef, with the labels and their hash) before appending; through
 // a TenantStorage that question is answered by the tenant's cache, confirmed
@@ -143,7 +143,7 @@ func (a *appendable) Appender(ctx context.Context) (storage.Appender, error) {
 }
 
 // prometheusAppendable is a tenant's Thanos appendable as the
-// storage.Appendable that ingest's appenders open their transactions on.
+// storage.Appendable that refcache's appenders open their transactions on.
 // The cache compares it, and so the Thanos appendable inside it, with the
 // storage it serves: the same value for every request to one TSDB.
 type prometheusAppendable struct {
@@ -266,7 +266,7 @@ func (a *appender) Commit() error { return a.ik.Commit() }
 func (a *appender) Rollback() error { return a.ik.Rollback() }
 
 // knownSeries is a series whose labels and hash the Writer already has, as
-// ingest's appenders look series up. Its labels are returned as they are:
+// refcache's appenders look series up. Its labels are returned as they are:
 // for a series the TSDB does not hold they are the request's, and the
 // appender appends with the Writer's copy instead (see appender.handle).
 type knownSeries struct {

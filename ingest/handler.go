@@ -134,6 +134,26 @@ type Options struct {
 	// and the Ring see the labels as received. False (the default, as in
 	// Prometheus) keeps every series' labels as received.
 	EnableTypeAndUnitLabels bool
+	// AcceptExemplarOnlySeries accepts a 2.0 series that carries
+	// exemplars but no sample and no histogram. Prometheus's sender sends
+	// each exemplar so (prometheus/prometheus#17857), while the 2.0
+	// specification as written today requires a sample or a histogram in
+	// every series, and Prometheus's handler refuses such a series ("must
+	// contain at least one sample or histogram"): its sender's 2.0
+	// exemplars are all lost. With this option a 2.0 series is refused
+	// only when it carries no sample, no histogram and no exemplar, as
+	// prometheus/prometheus#19416 (open) proposes and prometheus/docs#3085
+	// (open) would specify. An exemplar-only series' exemplars are
+	// appended to its series as a series with samples has them appended,
+	// in the request's order: a series the storage does not hold at that
+	// point (never written, or written only later in the same request)
+	// gets the storage's answer for the exemplars of an unknown series,
+	// which the handler logs and does not count, without an error to the
+	// sender, as Prometheus's handler treats any exemplar the storage
+	// fails to append. 1.0 series without samples are accepted either
+	// way, as by Prometheus. False (the default) answers exactly as
+	// Prometheus's handler.
+	AcceptExemplarOnlySeries bool
 
 	// Exemplars is where exemplars go. Nil means the TSDB's own circular
 	// exemplar storage, in the request's transaction, as in Prometheus
@@ -181,6 +201,7 @@ type WriteHandler struct {
 	limits   labelLimits
 	metadata bool // Options.AppendMetadata
 	typeUnit bool // Options.EnableTypeAndUnitLabels
+	exOnly   bool // Options.AcceptExemplarOnlySeries
 	maxSer   int  // Options.MaxSeries
 
 	maxBody, maxDecoded, maxInflight int64 // for error messages
@@ -294,6 +315,7 @@ func newWriteHandler(logger *slog.Logger, opts Options) *WriteHandler {
 		limits:   newLabelLimits(opts),
 		metadata: opts.AppendMetadata,
 		typeUnit: opts.EnableTypeAndUnitLabels,
+		exOnly:   opts.AcceptExemplarOnlySeries,
 		maxSer:   opts.MaxSeries,
 		symbols:  labels.NewSymbolTable(),
 	}

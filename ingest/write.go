@@ -246,7 +246,8 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 // transaction and decides whether it is appended, as Prometheus's handler
 // decides it, in its order: a 2.0 series whose references do not resolve,
 // the handler's limits, the labels' validation (for a series not in the
-// cache), a 2.0 series without samples, the series limit. Nothing is
+// cache), a 2.0 series without samples (unless
+// Options.AcceptExemplarOnlySeries and it has exemplars), the series limit. Nothing is
 // appended: it returns the Decoder's error for a malformed request, which
 // is then refused whole.
 func (wk *worker) collect(c *requestCounts, v2 bool) error {
@@ -296,7 +297,7 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 					break
 				}
 			}
-			if v2 && len(samples) == 0 && len(hists) == 0 {
+			if v2 && len(samples) == 0 && len(hists) == 0 && !(h.exOnly && hasExemplars(s)) {
 				skip(fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", seriesString(hd.Labels())), true)
 				r.invalid = 0
 				hd = refcache.Handle{}
@@ -340,6 +341,11 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 		wk.handles = append(wk.handles, hd)
 	}
 	return d.Err()
+}
+
+// hasExemplars reports whether s carries an exemplar, valid or not.
+func hasExemplars(s *decode.Series) bool {
+	return len(s.ExemplarErrs()) > 0 || len(s.Exemplars()) > 0
 }
 
 // lookup resolves s into *hd in the request's transaction, with the labels

@@ -85,6 +85,11 @@ func versionIndex(msg remoteapi.WriteMessageType) int {
 
 // runDemo runs the -demo mode: see the command's documentation.
 func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
+	if c.exemplarOnlySeries {
+		// The demo checks that the receiver's TSDB ends as Prometheus's
+		// handler leaves its own, which the feature departs from.
+		return fmt.Errorf("-enable-feature=%s departs from Prometheus's handler, which -demo compares the receiver with: use it in server mode", featureExemplarOnlySeries)
+	}
 	if c.demoTenants > 1 {
 		return runDemoTenants(ctx, out, c)
 	}

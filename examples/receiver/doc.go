@@ -37,6 +37,10 @@
 // two features of Prometheus's receiver, off by default as there: each 2.0
 // series' metadata (type, unit, help) attached to its appends and kept in
 // the TSDB's WAL, and __type__ and __unit__ labels from that metadata.
+// -enable-feature=exemplar-only-series, the receiver's own, keeps the
+// exemplars of 2.0 series that carry no sample nor histogram, which
+// Prometheus's sender sends and the 2.0 specification and Prometheus's
+// handler refuse (ingest.Options.AcceptExemplarOnlySeries).
 //
 // It answers Prometheus's probes: /-/healthy while it serves, /-/ready
 // once its TSDB is open (WAL replayed); before that, 503. -tsdb.* flags

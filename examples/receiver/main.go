@@ -58,6 +58,9 @@ type config struct {
 
 	// The features of -enable-feature.
 	metadataWAL, typeAndUnitLabels bool
+	// exemplarOnlySeries is ingestkit's own feature, not Prometheus's: see
+	// ingest.Options.AcceptExemplarOnlySeries.
+	exemplarOnlySeries bool
 
 	// Tenants (tenants.go); tenant is the default tenant.
 	tenantHeader       string
@@ -75,6 +78,9 @@ type config struct {
 const (
 	featureMetadataWAL       = "metadata-wal-records"
 	featureTypeAndUnitLabels = "type-and-unit-labels"
+	// featureExemplarOnlySeries is the receiver's own: Prometheus has no
+	// such flag (ingest.Options.AcceptExemplarOnlySeries).
+	featureExemplarOnlySeries = "exemplar-only-series"
 )
 
 // setFeatures sets c's features from a comma-separated -enable-feature
@@ -88,8 +94,10 @@ func (c *config) setFeatures(v string) error {
 			c.metadataWAL = true
 		case featureTypeAndUnitLabels:
 			c.typeAndUnitLabels = true
+		case featureExemplarOnlySeries:
+			c.exemplarOnlySeries = true
 		default:
-			return fmt.Errorf("unknown feature %q: want %s or %s", f, featureMetadataWAL, featureTypeAndUnitLabels)
+			return fmt.Errorf("unknown feature %q: want %s, %s or %s", f, featureMetadataWAL, featureTypeAndUnitLabels, featureExemplarOnlySeries)
 		}
 	}
 	return nil
@@ -212,16 +220,17 @@ func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring) ingest.O
 		xa = ingest.RingExemplars{Ring: ex}
 	}
 	return ingest.Options{
-		MaxInflightBytes:        c.maxInflightBytes,
-		Exemplars:               xa,
-		AppendMetadata:          c.metadataWAL,
-		EnableTypeAndUnitLabels: c.typeAndUnitLabels,
-		MaxLabelsPerSeries:      c.maxLabels,
-		MaxLabelNameLength:      c.maxNameLength,
-		MaxLabelValueLength:     c.maxValueLength,
-		Ring:                    ring,
-		Tenant:                  c.tenant,
-		MaxSeries:               c.maxSeriesPerTenant,
+		MaxInflightBytes:         c.maxInflightBytes,
+		Exemplars:                xa,
+		AppendMetadata:           c.metadataWAL,
+		EnableTypeAndUnitLabels:  c.typeAndUnitLabels,
+		AcceptExemplarOnlySeries: c.exemplarOnlySeries,
+		MaxLabelsPerSeries:       c.maxLabels,
+		MaxLabelNameLength:       c.maxNameLength,
+		MaxLabelValueLength:      c.maxValueLength,
+		Ring:                     ring,
+		Tenant:                   c.tenant,
+		MaxSeries:                c.maxSeriesPerTenant,
 	}
 }
 
@@ -427,7 +436,7 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.writeTimeout, "write-timeout", 0, "longest time from the end of a request's headers to the end of its response, processing included (0: none, as Prometheus)")
 	fs.DurationVar(&c.idleTimeout, "idle-timeout", defaultIdleTimeout, "longest time a keep-alive connection waits for its next request (0: -read-timeout); the default is Prometheus's")
 	fs.Int64Var(&c.maxInflightBytes, "max-inflight-bytes", defaultMaxInflightBytes, "most bytes of request bodies, compressed and decoded, held at once across all requests; a request beyond it is answered 503, which Prometheus's sender retries (a request needs up to 64 MiB; 0: no limit)")
-	fs.Func("enable-feature", "comma-separated Prometheus features to enable, off by default as in Prometheus: "+featureMetadataWAL+" (attach each 2.0 series' metadata to its appends and keep it in the TSDB's WAL), "+featureTypeAndUnitLabels+" (add __type__ and __unit__ labels from each 2.0 series' metadata)", c.setFeatures)
+	fs.Func("enable-feature", "comma-separated Prometheus features to enable, off by default as in Prometheus: "+featureMetadataWAL+" (attach each 2.0 series' metadata to its appends and keep it in the TSDB's WAL), "+featureTypeAndUnitLabels+" (add __type__ and __unit__ labels from each 2.0 series' metadata); and ingestkit's own "+featureExemplarOnlySeries+" (keep the exemplars of 2.0 series that carry no sample, as Prometheus's sender sends every exemplar: the 2.0 specification as written today and Prometheus's handler refuse such series, see prometheus/prometheus#17857, #19416 and prometheus/docs#3085)", c.setFeatures)
 
 	// Tenants: one TSDB per tenant in -data-dir/<tenant>.
 	fs.StringVar(&c.tenantHeader, "tenant-header", ingest.DefaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")

@@ -120,13 +120,20 @@ type record struct {
 
 func (h *WriteHandler) newWorker() *worker {
 	wk := &worker{h: h, ex: h.exStore.NewExemplarAppender()}
-	wk.dec.SetInterner(&h.strings)
-	wk.dec.SetSymbolTable(h.symbols)
+	wk.newDecoder()
 	wk.typed.sb = labels.NewScratchBuilderWithSymbolTable(h.symbols, 0)
 	if h.ring != nil {
 		wk.owned = make([]int64, h.ring.Len())
 	}
 	return wk
+}
+
+// newDecoder gives the worker a new Decoder, and the garbage collector
+// the memory the old one kept.
+func (wk *worker) newDecoder() {
+	wk.dec = decode.Decoder{}
+	wk.dec.SetInterner(&wk.h.strings)
+	wk.dec.SetSymbolTable(wk.h.symbols)
 }
 
 // requestCounts are what one request wrote and saw.

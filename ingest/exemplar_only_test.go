@@ -74,22 +74,26 @@ func (s exOnlyStore) send(t *testing.T, series ...difftest.Series) *httptest.Res
 	return rec
 }
 
-// exemplarTimes returns the timestamps of the exemplars stored for each
-// metric name.
-func (s exOnlyStore) exemplarTimes(t *testing.T) map[string][]int64 {
+// exemplarTimes returns the timestamps of the exemplars stored for the
+// series that match ms (every series if none), by their label key.
+func (s exOnlyStore) exemplarTimes(t *testing.T, key string, ms ...*labels.Matcher) map[string][]int64 {
 	t.Helper()
+	if len(ms) == 0 {
+		ms = []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")}
+	}
 	q, err := s.exq.ExemplarQuerier(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := q.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")})
+	res, err := q.Select(math.MinInt64, math.MaxInt64, ms)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string][]int64{}
 	for _, r := range res {
 		for _, e := range r.Exemplars {
-			out[r.SeriesLabels.Get("__name__")] = append(out[r.SeriesLabels.Get("__name__")], e.Ts)
+			k := r.SeriesLabels.Get(key)
+			out[k] = append(out[k], e.Ts)
 		}
 	}
 	return out
@@ -192,7 +196,7 @@ func testExemplarOnlySeries(t *testing.T, store string) {
 					t.Errorf("body %q does not say %q", rec.Body, sub)
 				}
 			}
-			got := s.exemplarTimes(t)
+			got := s.exemplarTimes(t, "__name__")
 			for _, v := range got {
 				slices.Sort(v)
 			}
@@ -299,7 +303,7 @@ func TestEndToEndExemplarOnlySeries(t *testing.T) {
 					if err == nil || !strings.Contains(err.Error(), "TimeSeries must contain at least one sample or histogram") {
 						t.Fatalf("Store: %v, want Prometheus's 400 for exemplar-only series", err)
 					}
-					if got := s.exemplarTimes(t); len(got) != 0 {
+					if got := s.exemplarTimes(t, "__name__"); len(got) != 0 {
 						t.Errorf("stored exemplars %v, want none", got)
 					}
 					return
@@ -310,20 +314,7 @@ func TestEndToEndExemplarOnlySeries(t *testing.T) {
 				if rs.Exemplars != nEx || nEx == 0 {
 					t.Errorf("exemplars written %d, want %d", rs.Exemplars, nEx)
 				}
-				q, err := s.exq.ExemplarQuerier(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				res, err := q.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{labels.MustNewMatcher(labels.MatchEqual, "proto", "v2")})
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := map[string][]int64{}
-				for _, r := range res {
-					for _, e := range r.Exemplars {
-						got[r.SeriesLabels.Get("pod")] = append(got[r.SeriesLabels.Get("pod")], e.Ts)
-					}
-				}
+				got := s.exemplarTimes(t, "pod", labels.MustNewMatcher(labels.MatchEqual, "proto", "v2"))
 				if len(got) != len(want) {
 					t.Errorf("exemplars of %d series stored, want %d", len(got), len(want))
 				}

@@ -19,7 +19,7 @@ import (
 	"github.com/ingestkit/ingestkit/ingest/decode"
 	"github.com/ingestkit/ingestkit/ingest/hashring"
 	"github.com/ingestkit/ingestkit/ingest/refcache"
-	iklabels "github.com/ingestkit/ingestkit/labels"
+	"github.com/ingestkit/ingestkit/internal/strtable"
 )
 
 // Content types of the two protocols, as Prometheus's client sends them
@@ -209,13 +209,13 @@ type WriteHandler struct {
 
 	maxBody, maxDecoded, maxInflight int64 // for error messages
 
-	strings iklabels.Table
+	strings strtable.Table
 	symbols *labels.SymbolTable // for the dedupelabels build; shared by all decoders
 	// metaStrings interns the help and unit strings of AppendMetadata,
 	// apart from strings because they can change while a series stays:
 	// Purge resets it every time, so that it holds those of one purge
 	// interval.
-	metaStrings iklabels.Table
+	metaStrings strtable.Table
 
 	workers sync.Pool // of *worker
 

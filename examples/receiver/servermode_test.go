@@ -58,6 +58,7 @@ const (
 // mode").
 func TestServerMode(t *testing.T) {
 	bin := buildReceiver(t)
+	exemplarsOf := map[string]float64{} // by case, before the restart
 	for _, c := range []struct {
 		name string
 		args []string
@@ -66,10 +67,17 @@ func TestServerMode(t *testing.T) {
 		exemplars string
 		kept      bool
 		peers     bool
+		// moreThan names a case run before, whose exemplars this one
+		// must exceed.
+		moreThan string
 	}{
 		{name: "default flags", exemplars: defaultTenantMetric("prometheus_tsdb_exemplar_exemplars_in_storage"), kept: true},
 		{name: "exemplar-store=ring", args: []string{"-exemplar-store", "ring"}, exemplars: defaultTenantMetric(ringMetricsPrefix + "exemplars_in_storage")},
 		{name: "peers", args: []string{"-peers", "r1:10901,r2:10901,r3:10901", "-replication-factor", "2"}, exemplars: defaultTenantMetric("prometheus_tsdb_exemplar_exemplars_in_storage"), kept: true, peers: true},
+		// The captured 2.0 requests carry exemplars in series without
+		// samples, as Prometheus's sender sends them: kept only with the
+		// feature.
+		{name: "exemplar-only-series", args: []string{"-enable-feature", "exemplar-only-series"}, exemplars: defaultTenantMetric("prometheus_tsdb_exemplar_exemplars_in_storage"), kept: true, moreThan: "default flags"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -82,6 +90,10 @@ func TestServerMode(t *testing.T) {
 			p.stop(t)
 			if before.HeadSeries == 0 || before.Samples == 0 || before.Exemplars == 0 || exBefore == 0 {
 				t.Fatalf("after the requests: %+v, %s %v; want series, samples and exemplars", before, c.exemplars, exBefore)
+			}
+			exemplarsOf[c.name] = exBefore
+			if prev, ok := exemplarsOf[c.moreThan]; c.moreThan != "" && (!ok || exBefore <= prev) {
+				t.Errorf("%s = %v, want more than with %s (%v)", c.exemplars, exBefore, c.moreThan, prev)
 			}
 			if c.peers && len(before.OwnedPerPeer) != 3 {
 				t.Errorf("series_owned_per_peer = %v, want 3 peers", before.OwnedPerPeer)

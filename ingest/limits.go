@@ -115,7 +115,16 @@ func (l *errList) full() bool {
 	return true
 }
 
+// errUnlisted stands in a worker's preErrs for an error that the response
+// counts but does not list: maxReportedErrors errors come before it in the
+// list (see worker.collect).
+var errUnlisted = errors.New("error not listed")
+
 func (l *errList) add(err error) {
+	if err == errUnlisted {
+		l.more++
+		return
+	}
 	if !l.full() {
 		l.errs = append(l.errs, err)
 	}

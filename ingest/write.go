@@ -261,6 +261,12 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 	h, d := wk.h, &wk.dec
 	newSeries := 0 // admitted by collect, for Options.MaxSeries
 	active := -1   // the tracker's count, read once
+	// listed counts the errors of skipped series so far, each of which
+	// the response lists or counts before any later series' error. Past
+	// maxReportedErrors of them, a series' error is errUnlisted: the
+	// response only counts it, so it is not formatted (captured 2.0
+	// requests hold thousands of series without samples).
+	listed := 0
 	for d.Next() {
 		s := d.Series()
 		c.series++
@@ -269,13 +275,15 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 		wk.hists = append(wk.hists, hists...)
 		r := record{}
 		var hd refcache.Handle
-		skip := func(err error, listed bool) {
+		skip := func(err error, list bool) {
 			r.skip = true
 			r.invalid = len(samples) + len(hists)
-			if listed && err != nil {
+			if list && err != nil {
 				wk.preErrs = append(wk.preErrs, err)
+				listed++
 			}
 		}
+		unlisted := listed >= maxReportedErrors
 		var limitErr error
 		if s.Err() == nil && h.limits.set {
 			limitErr = h.limits.check(s)
@@ -285,6 +293,10 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 			// 2.0 label or metadata references that do not resolve, or a
 			// label longer than the build holds: Prometheus skips the
 			// series and answers 400 in the end.
+			if unlisted {
+				skip(errUnlisted, true)
+				break
+			}
 			skip(fmt.Errorf("parsing series: %w", err), true)
 		case limitErr != nil:
 			skip(limitErr, true)
@@ -305,7 +317,11 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 				}
 			}
 			if v2 && len(samples) == 0 && len(hists) == 0 && !(h.exOnly && hasExemplars(s)) {
-				skip(fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", seriesString(hd.Labels())), true)
+				if unlisted {
+					skip(errUnlisted, true)
+				} else {
+					skip(fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", seriesString(hd.Labels())), true)
+				}
 				r.invalid = 0
 				hd = refcache.Handle{}
 				break
@@ -315,7 +331,11 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 					active = h.tracker.Active()
 				}
 				if active+newSeries >= h.maxSer {
-					skip(fmt.Errorf("%w: per-tenant series limit of %d exceeded, series %v refused", ErrSeriesLimit, h.maxSer, seriesString(hd.Labels())), true)
+					if unlisted {
+						skip(errUnlisted, true)
+					} else {
+						skip(fmt.Errorf("%w: per-tenant series limit of %d exceeded, series %v refused", ErrSeriesLimit, h.maxSer, seriesString(hd.Labels())), true)
+					}
 					r.invalid = 0
 					c.refused++
 					c.refusedSamples += len(samples) + len(hists)
@@ -337,6 +357,10 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 			for _, err := range s.ExemplarErrs() {
 				// Skipped by the Decoder, as by Prometheus, which answers
 				// 400.
+				if unlisted {
+					wk.preErrs = append(wk.preErrs, errUnlisted)
+					continue
+				}
 				wk.preErrs = append(wk.preErrs, fmt.Errorf("parsing exemplar for series %v: %w", seriesString(hd.Labels()), err))
 			}
 			if es := s.Exemplars(); len(es) > 0 {

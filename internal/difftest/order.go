@@ -104,7 +104,26 @@ func orderCases(tb testing.TB, T int64) []Case {
 		s.Meta = &Meta{Type: writev2.Metadata_METRIC_TYPE_GAUGE, Help: "changed help"}
 		withHelp[k] = s
 	}
+	// manyErrors: a 2.0 request with more errors than the response lists
+	// (MaxReportedErrors), of every kind in turn: a series without
+	// samples, a sample out of order, invalid labels, a sample written.
+	// Past the listed errors the handler only counts them (worker.collect).
+	var manyErrors []Series
+	for k := range 3 * MaxReportedErrors {
+		i := k % orderSeries
+		switch k % 4 {
+		case 0:
+			manyErrors = append(manyErrors, Series{Labels: labels.FromStrings("__name__", fmt.Sprintf("empty%02d", k), "job", "x")})
+		case 1:
+			manyErrors = append(manyErrors, S(i, T))
+		case 2:
+			manyErrors = append(manyErrors, FloatSeries(T+2000, 1, "__name__", fmt.Sprintf("bad%02d", k), "v", "\xff"))
+		default:
+			manyErrors = append(manyErrors, S(i, T+2000))
+		}
+	}
 	return []Case{
+		{Name: "v2 errors past those listed", Steps: []Step{V2Step(tb, created), V2Step(tb, manyErrors), V2Step(tb, manyErrors[:4*5])}},
 		{Name: "v2 resharded with metadata", Steps: []Step{V2Step(tb, created), V2Step(tb, withHelp)}, Metadata: true},
 		{Name: "v1 resharded", Steps: []Step{V1Step(tb, created), V1Step(tb, allGood)}},
 		{Name: "v1 resharded out of order", Steps: []Step{V1Step(tb, created), V1Step(tb, resharded), V1Step(tb, allGood)}},

@@ -42,7 +42,7 @@ func receiveCases() []receiveCase {
 		{name: "typical-5000", reqs: typical(5000)},
 		{name: "typical-20000", reqs: typical(20000)},
 		{name: "resharded-5000", reqs: typical(5000), reshard: true},
-		{name: "large-10MiB", reqs: func(testing.TB) []*workload.Request { return []*workload.Request{workload.Large(10, 10<<20)} }},
+		{name: "large-3x10MiB", reqs: func(testing.TB) []*workload.Request { return []*workload.Request{workload.Large(3, 10<<20)} }},
 		{name: "captured-rw1", reqs: captured(1)},
 		{name: "captured-rw2", reqs: captured(2), partial: true},
 	}
@@ -66,8 +66,10 @@ func receiveCases() []receiveCase {
 //
 // Cases: typical-N is one 1.0 request (the message Prometheus sends by
 // default) of N distinct series of some 250 bytes of labels, one sample
-// each; large-10MiB is a 2.0 request of 10 series sharing a 10 MiB label
-// value (1.0 would repeat it in each series, past the 32 MiB limit); the
+// each; large-3x10MiB is a 2.0 request of 3 series sharing a 10 MiB label
+// value (1.0 repeats it in each series, 30 MiB of a body; with more series
+// both versions are refused, 1.0 by the 32 MiB decoded size limit, 2.0 by
+// the expanded size limit, Options.MaxExpandedSize, which defaults to it); the
 // captured cases are testdata/remote-write, whose 2.0 requests both answer
 // with a 400 partial write (see receiveCase.partial).
 //

@@ -68,6 +68,18 @@ type Options struct {
 	// answered 400, as Prometheus does. Zero means 32 MiB, Prometheus's
 	// limit.
 	MaxDecodedSize int64
+	// MaxExpandedSize bounds the label bytes of a remote-write 2.0 request,
+	// its symbol references resolved: the label names and values of its
+	// series and their metadata's help and unit
+	// ([decode.Decoder.SetMaxExpandedSize]). A 2.0 request names each
+	// string once, so that a small body can expand to series of any size;
+	// a larger request is refused whole with a 400
+	// ([decode.ErrExpandedTooLarge]) before any of it is appended. Zero
+	// means the decoded size limit (MaxDecodedSize, 32 MiB by default): a
+	// 2.0 request may expand to what a 1.0 request of the largest body
+	// carries inline, so that the body limits bound what a request writes
+	// in both versions. Less than zero means no limit, as in Prometheus.
+	MaxExpandedSize int64
 	// MaxInflightBytes bounds the memory of the request bodies being read
 	// or decoded at once, across all requests
 	// (decode.BodyOptions.MaxInflightBytes); a request that would go past
@@ -208,6 +220,7 @@ type WriteHandler struct {
 	maxSer   int  // Options.MaxSeries
 
 	maxBody, maxDecoded, maxInflight int64 // for error messages
+	maxExpanded                      int64 // Options.MaxExpandedSize, its default resolved
 
 	strings strtable.Table
 	symbols *labels.SymbolTable // for the dedupelabels build; shared by all decoders
@@ -327,6 +340,7 @@ func newWriteHandler(logger *slog.Logger, opts Options) *WriteHandler {
 	}
 	h.maxBody, h.maxDecoded = cmp.Or(opts.MaxBodySize, decode.DefaultMaxBodySize), cmp.Or(opts.MaxDecodedSize, decode.DefaultMaxDecodedSize)
 	h.maxInflight = opts.MaxInflightBytes
+	h.maxExpanded = cmp.Or(opts.MaxExpandedSize, h.maxDecoded)
 	if h.exStore == nil {
 		h.exStore = tsdbExemplars{}
 	}

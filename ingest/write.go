@@ -134,6 +134,7 @@ func (wk *worker) newDecoder() {
 	wk.dec = decode.Decoder{}
 	wk.dec.SetInterner(&wk.h.strings)
 	wk.dec.SetSymbolTable(wk.h.symbols)
+	wk.dec.SetMaxExpandedSize(wk.h.maxExpanded)
 }
 
 // requestCounts are what one request wrote and saw.

@@ -42,6 +42,7 @@ type config struct {
 	maxLabels       int
 	maxNameLength   int
 	maxValueLength  int
+	maxExpandedSize int64
 	maxExemplars    int64
 	exemplarStore   string
 	purgeInterval   time.Duration
@@ -228,6 +229,7 @@ func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring) ingest.O
 		MaxLabelsPerSeries:       c.maxLabels,
 		MaxLabelNameLength:       c.maxNameLength,
 		MaxLabelValueLength:      c.maxValueLength,
+		MaxExpandedSize:          c.maxExpandedSize,
 		Ring:                     ring,
 		Tenant:                   c.tenant,
 		MaxSeries:                c.maxSeriesPerTenant,
@@ -412,6 +414,15 @@ func tick(ctx context.Context, every time.Duration, f func(now time.Time)) {
 	}
 }
 
+// The receiver's label limits, which Prometheus's handler does not have:
+// what one series may make the process hold, far above what ordinary
+// senders reach (Mimir's defaults are 30 labels and 2048 bytes of value,
+// which some exporters pass; Prometheus and Thanos have none).
+const (
+	defaultMaxLabels      = 128
+	defaultMaxValueLength = 64 << 10
+)
+
 // registerFlags registers the command line into fs, with c to hold it.
 func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.BoolVar(&c.demo, "demo", false, "start on loopback, drive the receiver and Prometheus's handler with the same traffic for -duration, print a comparison and exit")
@@ -422,9 +433,10 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.replication, "replication-factor", 1, "hashring replication factor")
 	fs.StringVar(&c.ringAlgorithm, "ring-algorithm", "hashmod", "hashring algorithm: hashmod or ketama")
 	fs.StringVar(&c.tenant, "tenant", ingest.DefaultTenant, "default tenant: the tenant of a request without a tenant header (Thanos's default-tenant); the hashring hashes each series with its request's tenant")
-	fs.IntVar(&c.maxLabels, "max-labels-per-series", 0, "reject series with more labels (0: no limit, as Prometheus)")
+	fs.IntVar(&c.maxLabels, "max-labels-per-series", defaultMaxLabels, "reject series with more labels (0: no limit, as Prometheus); the default is far above Mimir's 30, which ordinary senders rarely reach")
 	fs.IntVar(&c.maxNameLength, "max-label-name-length", 0, "reject series with a longer label name (0: no limit)")
-	fs.IntVar(&c.maxValueLength, "max-label-value-length", 0, "reject series with a longer label value (0: no limit)")
+	fs.IntVar(&c.maxValueLength, "max-label-value-length", defaultMaxValueLength, "reject series with a longer label value (0: no limit, as Prometheus); the default is far above Mimir's 2048, which ordinary senders rarely reach")
+	fs.Int64Var(&c.maxExpandedSize, "max-expanded-size", 0, "refuse, with a 400 before any append, a remote-write 2.0 request whose series' labels and metadata, symbols resolved, take more bytes (0: the 32 MiB decoded size limit, what a 1.0 request can carry; -1: no limit, as Prometheus)")
 	fs.Int64Var(&c.maxExemplars, "max-exemplars", 100_000, "size of the exemplar storage")
 	fs.StringVar(&c.exemplarStore, "exemplar-store", "tsdb", "where exemplars go: tsdb (the TSDB's own exemplar storage, written to its WAL and replayed at start) or ring (ingestkit's exemplars.Ring, in less memory, but in memory only: a restart loses every exemplar; its metrics are "+ringMetricsPrefix+"*)")
 	fs.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")

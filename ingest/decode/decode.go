@@ -75,7 +75,20 @@ type Decoder struct {
 	n    int      // the number of series yielded, for error messages
 	syms [][]byte // 2.0: the symbols table, views of buf
 	s    Series
+	// maxExpanded bounds expanded, the label bytes of the 2.0 series
+	// yielded so far (SetMaxExpandedSize); 0 means no limit.
+	maxExpanded, expanded int64
 }
+
+// SetMaxExpandedSize bounds the label bytes of a remote-write 2.0 request:
+// the sum over its series of the lengths of their label names and values
+// and of their metadata's help and unit, symbol references resolved. Next
+// fails with [ErrExpandedTooLarge] at the series that goes past max, before
+// yielding it. Zero or less means no limit, which is the default. A 1.0
+// request carries its strings inline, so that the snappy-decoded size
+// already bounds it; the limit is not applied to it. The limit holds for
+// every request that Reset starts after it is set.
+func (d *Decoder) SetMaxExpandedSize(max int64) { d.maxExpanded = max }
 
 // SetInterner makes [Series.Labels] and the exemplar labels of
 // [Series.Exemplars] take label strings from in where the labels build keeps
@@ -135,6 +148,7 @@ func (d *Decoder) Reset(buf []byte, msg remoteapi.WriteMessageType) error {
 	d.msg = msg
 	d.err = nil
 	d.n = 0
+	d.expanded = 0
 	if cap(d.syms) > MaxDecoderRetained {
 		d.syms = nil
 	} else {
@@ -262,6 +276,9 @@ func (d *Decoder) series(v []byte) bool {
 	if d.long {
 		d.checkLengths(v)
 	}
+	if d.v2 && d.maxExpanded > 0 && !d.expand(v) {
+		return false
+	}
 	if d.s.bad != nil {
 		d.s.bad.what = fmt.Sprintf("timeseries %d: %s", d.n, d.s.bad.what)
 		d.s.err = d.format(d.s.bad)
@@ -272,6 +289,27 @@ func (d *Decoder) series(v []byte) bool {
 	}
 	d.n++
 	return true
+}
+
+// expand adds the label bytes of the 2.0 series v, decoded, to the
+// request's, and fails the request if they go past the limit.
+func (d *Decoder) expand(v []byte) bool {
+	s := &d.s
+	n := 0
+	for _, p := range s.lb.Pairs {
+		n += len(p.Name) + len(p.Value)
+	}
+	if s.bad == nil {
+		// Both references resolve (decodeV2 checked them, with or without
+		// metadata), and Prometheus's ToMetadata reads both.
+		n += len(s.syms[s.metaHelp]) + len(s.syms[s.metaUnit])
+	}
+	d.expanded += int64(n)
+	if d.expanded <= d.maxExpanded {
+		return true
+	}
+	d.fail(&decodeError{kind: ErrExpandedTooLarge, at: v, what: fmt.Sprintf("timeseries %d: %d bytes of labels and metadata so far, limit %d", d.n, d.expanded, d.maxExpanded)})
+	return false
 }
 
 // checkLengths refuses a label of the series v, or of one of its

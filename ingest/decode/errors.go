@@ -89,6 +89,17 @@ var (
 	// [ErrSymbolRef]: a handler skips them and answers 400.
 	ErrLabelTooLong = errors.New("decode: label longer than the labels build holds")
 
+	// ErrExpandedTooLarge is returned when the label names and values of a
+	// remote-write 2.0 request's series, its symbol references resolved,
+	// add up to more bytes than [Decoder.SetMaxExpandedSize] allows. A
+	// 2.0 request names each string once in its symbols table, so that a
+	// small body can expand to series of any size: 2,000 series each
+	// referencing one 100 KiB symbol are a 23 KB body and 200 MiB of
+	// labels. The request is refused whole, before any series of it is
+	// appended: a handler should answer 400 Bad Request, which a sender
+	// does not retry.
+	ErrExpandedTooLarge = errors.New("decode: labels of the request's series, symbols resolved, larger than the limit")
+
 	// ErrMessageType is returned by [Decoder.Reset] when it is given a
 	// message type other than the two of the remote-write protocols,
 	// prometheus.WriteRequest and io.prometheus.write.v2.Request.

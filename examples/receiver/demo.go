@@ -90,6 +90,9 @@ func runDemo(ctx context.Context, out io.Writer, c config) (err error) {
 		// handler leaves its own, which the feature departs from.
 		return fmt.Errorf("-enable-feature=%s departs from Prometheus's handler, which -demo compares the receiver with: use it in server mode", featureExemplarOnlySeries)
 	}
+	if c.tenantsAllowed != "" || c.tenantsAllowedFile != "" || c.tenantsAllowedPattern != "" {
+		return errors.New("-tenants-allowed, -tenants-allowed-file and -tenants-allowed-pattern are for server mode: -demo makes its own tenants")
+	}
 	if c.demoTenants > 1 {
 		return runDemoTenants(ctx, out, c)
 	}

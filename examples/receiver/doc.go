@@ -69,7 +69,12 @@
 // and a TSDB of its own in -data-dir/<tenant>, opened on its first request
 // and closed after -tenant-idle without one (tenants.go).
 // -max-series-per-tenant limits each tenant's active series
-// (ingest.Options.MaxSeries). TestDifferentialTenants runs package ingest's
+// (ingest.Options.MaxSeries). -tenants-allowed, -tenants-allowed-file
+// (read again on SIGHUP and when it changes) and -tenants-allowed-pattern
+// name the tenants served; another tenant's request is answered 403 before
+// anything is opened or created for it (allow.go). Tenant IDs are not
+// authenticated: put an authenticating proxy in front, as Thanos and Mimir
+// advise. TestDifferentialTenants runs package ingest's
 // differential cases (internal/difftest) through the router, two tenants at once.
 //
 // Concurrency: an [ingest.WriteHandler] serves any number of requests at once; each

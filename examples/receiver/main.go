@@ -68,6 +68,8 @@ type config struct {
 	tenantIdle         time.Duration
 	maxSeriesPerTenant int
 	maxTenants         int
+	// The allowed tenants (allow.go): none set allows every tenant.
+	tenantsAllowed, tenantsAllowedFile, tenantsAllowedPattern string
 
 	// Operations: the TSDB's settings and the capture (ops.go,
 	// capture.go).
@@ -354,6 +356,12 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		reg.MustRegister(cp)
 		h = cp.wrap(h)
 	}
+	if topts.Allowed != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go topts.Allowed.watch(ctx, allowlistCheck, hup, logger)
+	}
 	go purgeLoop(ctx, tt, c.purgeInterval, c.activeIdle)
 	if c.tenantIdle > 0 {
 		go tenantIdleLoop(ctx, tt, c.purgeInterval, c.tenantIdle, logger)
@@ -454,6 +462,9 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.tenantHeader, "tenant-header", ingest.DefaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")
 	fs.DurationVar(&c.tenantIdle, "tenant-idle", time.Hour, "close the TSDB of a tenant that received nothing for this long, checked every -purge-interval, and drop its ref cache, tracker and interner; its next request opens it again (0: never)")
 	fs.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB, and with -exemplar-store ring a ring of -max-exemplars (0: no limit)")
+	fs.StringVar(&c.tenantsAllowed, "tenants-allowed", "", "comma-separated tenants allowed to write; with none of the -tenants-allowed* flags every tenant is, otherwise a request of a tenant none of them names is answered 403 before its TSDB is opened or its directory made")
+	fs.StringVar(&c.tenantsAllowedFile, "tenants-allowed-file", "", "file of tenants allowed to write, one a line (# comments), read again on SIGHUP and when it changes (checked every 10s); see -tenants-allowed")
+	fs.StringVar(&c.tenantsAllowedPattern, "tenants-allowed-pattern", "", "regular expression (RE2, matched against the whole tenant ID) of tenants allowed to write; see -tenants-allowed")
 	fs.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
 
 	// Operations: the TSDB's settings and the capture of requests for a

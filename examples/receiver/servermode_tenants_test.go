@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/internal/rwtest"
@@ -80,6 +82,73 @@ func TestServerModeTenants(t *testing.T) {
 	}
 	if series, samples := countDir(t, filepath.Join(dir, "team-a")); series != int(a.HeadSeries) || samples != int(a.Samples+a.Histograms) {
 		t.Errorf("-data-dir/team-a holds %d series and %d samples, want %d and %d", series, samples, a.HeadSeries, a.Samples+a.Histograms)
+	}
+}
+
+// TestServerModeAllowedTenants runs the receiver as a separate process with
+// -tenants-allowed-file naming team-a: team-a is written, team-b refused
+// with 403; after the file names team-b instead and the process gets a
+// SIGHUP, team-b is written and team-a refused. -data-dir holds the
+// directories of the two tenants only: the default tenant, not allowed,
+// is not opened at start.
+func TestServerModeAllowedTenants(t *testing.T) {
+	bin := buildReceiver(t)
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "tenants")
+	writeAllowFile(t, file, "team-a")
+	body, h := rwtest.Raw(t, rwtest.Files(t, 1)[0])
+	post := func(p *receiverProcess, tenant string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/v1/write", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = h.Clone()
+		req.Header.Set(ingest.DefaultTenantHeader, tenant)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	p := startReceiver(t, bin, nil, "-listen", "127.0.0.1:0", "-data-dir", dir, "-tenants-allowed-file", file)
+	if code := post(p, "team-a"); code != http.StatusNoContent {
+		t.Fatalf("POST as team-a = %d, want 204", code)
+	}
+	if code := post(p, "team-b"); code != http.StatusForbidden {
+		t.Fatalf("POST as team-b = %d, want 403", code)
+	}
+	writeAllowFile(t, file, "team-b")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	// The reload is asynchronous: wait for it, up to the file check's own
+	// period.
+	code := 0
+	for deadline := time.Now().Add(2 * allowlistCheck); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if code = post(p, "team-b"); code == http.StatusNoContent {
+			break
+		}
+	}
+	if code != http.StatusNoContent {
+		t.Fatalf("POST as team-b after SIGHUP = %d, want 204\n%s", code, p.stderr)
+	}
+	if code := post(p, "team-a"); code != http.StatusForbidden {
+		t.Errorf("POST as team-a after SIGHUP = %d, want 403", code)
+	}
+	p.stop(t)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if want := []string{"team-a", "team-b"}; !slices.Equal(names, want) {
+		t.Errorf("-data-dir holds %q, want %q", names, want)
 	}
 }
 

@@ -74,6 +74,11 @@ type tenantOptions struct {
 	// tenant costs a TSDB, its directory, and with RingExemplars a ring
 	// allocated in full.
 	MaxTenants int
+	// Allowed, if not nil, names the tenants allowed to write: another
+	// tenant's request is refused (errNotAllowed, a 403) before its TSDB
+	// is opened or its directory made, and openExisting leaves its
+	// directory alone.
+	Allowed *allowlist
 	// Logger receives a line when a tenant is opened or closed, and for
 	// each request refused before it reached a tenant. Nil means none.
 	Logger *slog.Logger
@@ -171,6 +176,9 @@ func newTenants(opts tenantOptions) (*tenants, error) {
 // storage is the tenants' ingest.TenantStorage: the TSDB of tenant, opened
 // if need be, held until done.
 func (tt *tenants) storage(_ context.Context, id string) (storage.Appendable, func(), error) {
+	if !tt.opts.Allowed.allowed(id) {
+		return nil, nil, fmt.Errorf("tenant %q: %w", id, errNotAllowed)
+	}
 	tn, err := tt.acquire(id)
 	if err != nil {
 		if errors.Is(err, errTenantsClosed) || errors.Is(err, errTooManyTenants) {
@@ -225,9 +233,12 @@ func (tt *tenants) openExisting() error {
 	if err != nil {
 		return err
 	}
-	ids := []string{tt.opts.Default}
+	var ids []string
+	if tt.opts.Allowed.allowed(tt.opts.Default) {
+		ids = append(ids, tt.opts.Default)
+	}
 	for _, e := range ents {
-		if e.IsDir() && e.Name() != tt.opts.Default && ingest.ValidTenantID(e.Name()) == nil {
+		if e.IsDir() && e.Name() != tt.opts.Default && ingest.ValidTenantID(e.Name()) == nil && tt.opts.Allowed.allowed(e.Name()) {
 			ids = append(ids, e.Name())
 		}
 	}
@@ -560,8 +571,13 @@ func tenantOptionsOf(c config, logger *slog.Logger) (tenantOptions, error) {
 	// One body reader for every tenant: its in-flight budget bounds the
 	// process.
 	ro.BodyReader = newBodyReader(ro)
+	allowed, err := newAllowlist(c.tenantsAllowed, c.tenantsAllowedFile, c.tenantsAllowedPattern)
+	if err != nil {
+		return tenantOptions{}, err
+	}
 	return tenantOptions{
-		Header: c.tenantHeader, Default: c.tenant,
+		Allowed: allowed,
+		Header:  c.tenantHeader, Default: c.tenant,
 		Receiver:     ro,
 		MaxExemplars: tsdbExemplars, MetadataWAL: c.metadataWAL, RingExemplars: ringExemplars,
 		MaxTenants: c.maxTenants, Logger: logger,

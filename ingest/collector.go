@@ -23,6 +23,10 @@ type CollectorOptions struct {
 // after Mimir's cortex_discarded_samples_total{reason="per_user_series_limit"}.
 const seriesLimitReason = "per_tenant_series_limit"
 
+// seriesBudgetReason is the reason label of the series refused by
+// Options.SeriesBudget.
+const seriesBudgetReason = "series_budget"
+
 // statsCounters are the monotonic fields of Stats, by metric name.
 var statsCounters = []struct {
 	name, help string
@@ -149,6 +153,8 @@ func (c *statsCollector) collect(ch chan<- prometheus.Metric, s *Stats, l ...str
 	ch <- prometheus.MustNewConstMetric(c.cached, prometheus.GaugeValue, float64(s.Cache.Len), l...)
 	ch <- prometheus.MustNewConstMetric(c.refusedSeries, prometheus.CounterValue, float64(s.RefusedSeries), append(l, seriesLimitReason)...)
 	ch <- prometheus.MustNewConstMetric(c.refusedSamples, prometheus.CounterValue, float64(s.RefusedSamples), append(l, seriesLimitReason)...)
+	ch <- prometheus.MustNewConstMetric(c.refusedSeries, prometheus.CounterValue, float64(s.BudgetSeries), append(l, seriesBudgetReason)...)
+	ch <- prometheus.MustNewConstMetric(c.refusedSamples, prometheus.CounterValue, float64(s.BudgetSamples), append(l, seriesBudgetReason)...)
 	for ep, n := range s.Owned {
 		ch <- prometheus.MustNewConstMetric(c.owned, prometheus.CounterValue, float64(n), append(l, ep)...)
 	}

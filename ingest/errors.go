@@ -24,6 +24,11 @@ var (
 	// 400, as Mimir answers its per-tenant series limit.
 	ErrSeriesLimit = errors.New("ingest: series limit exceeded")
 
+	// ErrSeriesBudget is reported for a series new to its storage refused
+	// because the [SeriesBudget] it shares with other handlers is spent:
+	// skipped, 400, as for ErrSeriesLimit.
+	ErrSeriesBudget = errors.New("ingest: series budget of the storages spent")
+
 	// ErrInvalidTenant is returned for a tenant header that is not a valid
 	// tenant ID (see [ValidTenantID]), or that a request repeats: answered
 	// 400, before anything is read or opened.

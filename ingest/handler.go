@@ -116,6 +116,12 @@ type Options struct {
 	// the series of the others only once written, so that together they
 	// may pass the limit by the new series of all but one.
 	MaxSeries int
+	// SeriesBudget, if not nil, bounds the series of this handler's
+	// storage and of the others that share it: see [SeriesBudget]. A
+	// series the storage does not hold is refused while it is spent
+	// ([ErrSeriesBudget]); [Stats] counts the refused series and their
+	// samples apart from MaxSeries'.
+	SeriesBudget *SeriesBudget
 
 	// ActiveSeries, if not nil, is the tracker of active series the
 	// handler updates with every series written, and MaxSeries reads;
@@ -218,6 +224,7 @@ type WriteHandler struct {
 	typeUnit bool // Options.EnableTypeAndUnitLabels
 	exOnly   bool // Options.AcceptExemplarOnlySeries
 	maxSer   int  // Options.MaxSeries
+	budget   *SeriesBudget
 
 	maxBody, maxDecoded, maxInflight int64 // for error messages
 	maxExpanded                      int64 // Options.MaxExpandedSize, its default resolved
@@ -241,6 +248,7 @@ type handlerCounters struct {
 	samples, histograms, exemplars    atomic.Int64
 	series, newSeries, invalidSamples atomic.Int64
 	refusedSeries, refusedSamples     atomic.Int64   // by Options.MaxSeries
+	budgetSeries, budgetSamples       atomic.Int64   // refused by Options.SeriesBudget
 	owned                             []atomic.Int64 // per ring endpoint
 }
 
@@ -257,7 +265,10 @@ type Stats struct {
 	InvalidSamples int64 // samples of series rejected for their labels
 	RefusedSeries  int64 // new series refused by Options.MaxSeries, once per request
 	RefusedSamples int64 // their samples and histogram samples
-	ActiveSeries   int   // series seen since the last Purge that could drop them
+	// BudgetSeries and BudgetSamples are the new series refused by
+	// Options.SeriesBudget, once per request, and their samples.
+	BudgetSeries, BudgetSamples int64
+	ActiveSeries                int // series seen since the last Purge that could drop them
 	// Cache is the ref cache's counts: its entries (Cache.Len), hits,
 	// misses, stores and purges.
 	Cache refcache.Stats
@@ -333,6 +344,7 @@ func newWriteHandler(logger *slog.Logger, opts Options) *WriteHandler {
 		typeUnit: opts.EnableTypeAndUnitLabels,
 		exOnly:   opts.AcceptExemplarOnlySeries,
 		maxSer:   opts.MaxSeries,
+		budget:   opts.SeriesBudget,
 		symbols:  labels.NewSymbolTable(),
 	}
 	if h.accepted == nil {
@@ -365,6 +377,7 @@ func (h *WriteHandler) UpdateStats(s *Stats) {
 	s.Samples, s.Histograms, s.Exemplars = c.samples.Load(), c.histograms.Load(), c.exemplars.Load()
 	s.Series, s.NewSeries, s.InvalidSamples = c.series.Load(), c.newSeries.Load(), c.invalidSamples.Load()
 	s.RefusedSeries, s.RefusedSamples = c.refusedSeries.Load(), c.refusedSamples.Load()
+	s.BudgetSeries, s.BudgetSamples = c.budgetSeries.Load(), c.budgetSamples.Load()
 	s.ActiveSeries = h.tracker.Active()
 	h.cache.UpdateStats(&s.Cache)
 	if h.ring != nil {

@@ -140,8 +140,10 @@ func (wk *worker) newDecoder() {
 // requestCounts are what one request wrote and saw.
 type requestCounts struct {
 	remoteapi.WriteResponseStats
-	series, invalid         int
-	refused, refusedSamples int // by Options.MaxSeries
+	series, invalid                     int
+	refused, refusedSamples             int // by Options.MaxSeries
+	budgetRefused, budgetRefusedSamples int // by Options.SeriesBudget
+	budgetNew                           int // new series admitted by Options.SeriesBudget
 }
 
 // write decodes and appends one uncompressed request. It returns what was
@@ -242,6 +244,12 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 	st.invalidSamples.Add(int64(c.invalid))
 	st.refusedSeries.Add(int64(c.refused))
 	st.refusedSamples.Add(int64(c.refusedSamples))
+	if h.budget != nil {
+		h.budget.held.Add(int64(c.budgetNew))
+		h.budget.refused.Add(int64(c.budgetRefused))
+		st.budgetSeries.Add(int64(c.budgetRefused))
+		st.budgetSamples.Add(int64(c.budgetRefusedSamples))
+	}
 	for i, n := range wk.owned {
 		if n != 0 {
 			st.owned[i].Add(n)
@@ -344,6 +352,22 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 					break
 				}
 				newSeries++
+			}
+			if h.budget != nil && hd.Ref() == 0 && len(samples)+len(hists) > 0 {
+				// A series the storage does not hold yet.
+				if !h.budget.admits(c.budgetNew) {
+					if unlisted {
+						skip(errUnlisted, true)
+					} else {
+						skip(fmt.Errorf("%w: %d series held, the limit, series %v refused", ErrSeriesBudget, h.budget.Limit(), seriesString(hd.Labels())), true)
+					}
+					r.invalid = 0
+					c.budgetRefused++
+					c.budgetRefusedSamples += len(samples) + len(hists)
+					hd = refcache.Handle{}
+					break
+				}
+				c.budgetNew++
 			}
 		}
 		r.preAfter = len(wk.preErrs)

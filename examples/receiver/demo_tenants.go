@@ -175,6 +175,8 @@ func runDemoTenants(ctx context.Context, out io.Writer, c config) (err error) {
 		return err
 	}
 	topts.Dir = dirK
+	// The exemplar storage too: full size from the start, as Prometheus's.
+	topts.GrowExemplars = false
 	tt, err := newTenants(topts)
 	if err != nil {
 		return err

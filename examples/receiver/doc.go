@@ -74,7 +74,14 @@
 // name the tenants served; another tenant's request is answered 403 before
 // anything is opened or created for it (allow.go). Tenant IDs are not
 // authenticated: put an authenticating proxy in front, as Thanos and Mimir
-// advise. TestDifferentialTenants runs package ingest's
+// advise. What the tenants hold together is bounded: -max-series-total
+// series in their heads (an ingest.SeriesBudget, a 400 for new series
+// beyond it), -max-exemplars-total exemplar slots, and what one tenant
+// costs before its series, with -tsdb.stripe-size and exemplar storage that
+// grows as exemplars arrive (exemplar_growth.go; TestTenantCost). A start
+// never fails for what -data-dir holds: the default tenant opens before
+// /-/ready, the others in the background up to -max-tenants.
+// TestDifferentialTenants runs package ingest's
 // differential cases (internal/difftest) through the router, two tenants at once.
 //
 // Concurrency: an [ingest.WriteHandler] serves any number of requests at once; each

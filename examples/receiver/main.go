@@ -68,6 +68,8 @@ type config struct {
 	tenantIdle         time.Duration
 	maxSeriesPerTenant int
 	maxTenants         int
+	// The budgets of all tenants together (budget.go).
+	maxSeriesTotal, maxExemplarsTotal int64
 	// The allowed tenants (allow.go): none set allows every tenant.
 	tenantsAllowed, tenantsAllowedFile, tenantsAllowedPattern string
 
@@ -319,8 +321,8 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		return err
 	}
 	// Listen before the tenants' TSDBs open, so that the probes answer
-	// while they replay their WALs: /-/ready says 503 until every tenant
-	// found in -data-dir is open (ops.go).
+	// while they replay their WALs: /-/ready says 503 until the default
+	// tenant is open (ops.go).
 	ln, err := net.Listen("tcp", c.listen)
 	if err != nil {
 		return err
@@ -343,9 +345,17 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, tt.close()) }()
-	if err := tt.openExisting(); err != nil {
+	// Readiness waits for the default tenant's WAL replay, as Prometheus's
+	// for its TSDB; the other tenants found in dir open meanwhile, in the
+	// background, up to -max-tenants.
+	if err := tt.openDefault(); err != nil {
 		return err
 	}
+	existing, err := tt.existing()
+	if err != nil {
+		return err
+	}
+	go tt.openAll(existing)
 	var h http.Handler = newRoutes(tt, newTenantCollectors(tt), func() any { return tt.seriesCounts() }, reg)
 	if c.capture.dir != "" {
 		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(topts.Receiver.MaxBodySize, decode.DefaultMaxBodySize), c.tenantHeader, logger)
@@ -363,6 +373,7 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		go topts.Allowed.watch(ctx, allowlistCheck, hup, logger)
 	}
 	go purgeLoop(ctx, tt, c.purgeInterval, c.activeIdle)
+	go accountLoop(ctx, tt, logger)
 	if c.tenantIdle > 0 {
 		go tenantIdleLoop(ctx, tt, c.purgeInterval, c.tenantIdle, logger)
 	}
@@ -431,6 +442,19 @@ const (
 	defaultMaxValueLength = 64 << 10
 )
 
+// The receiver's budgets of all tenants together, which Prometheus has no
+// need of (one TSDB) and Thanos and Mimir leave to per-tenant limits: with
+// -max-tenants 1000 tenants of at most 1 MiB each before their series
+// (TestTenantCost) and 256 MiB of request bodies in flight, they keep the
+// process within 4 GiB of memory. A head series costs some 2 KiB in an
+// ordinary TSDB (labels, memSeries, its open chunk and postings), so
+// 500,000 series are about 1 GiB; an exemplar slot about 100 bytes with
+// its labels, so 2,000,000 slots are about 200 MiB.
+const (
+	defaultMaxSeriesTotal    = 500_000
+	defaultMaxExemplarsTotal = 2_000_000
+)
+
 // registerFlags registers the command line into fs, with c to hold it.
 func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.BoolVar(&c.demo, "demo", false, "start on loopback, drive the receiver and Prometheus's handler with the same traffic for -duration, print a comparison and exit")
@@ -445,7 +469,7 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.maxNameLength, "max-label-name-length", 0, "reject series with a longer label name (0: no limit)")
 	fs.IntVar(&c.maxValueLength, "max-label-value-length", defaultMaxValueLength, "reject series with a longer label value (0: no limit, as Prometheus); the default is far above Mimir's 2048, which ordinary senders rarely reach")
 	fs.Int64Var(&c.maxExpandedSize, "max-expanded-size", 0, "refuse, with a 400 before any append, a remote-write 2.0 request whose series' labels and metadata, symbols resolved, take more bytes (0: the 32 MiB decoded size limit, what a 1.0 request can carry; -1: no limit, as Prometheus)")
-	fs.Int64Var(&c.maxExemplars, "max-exemplars", 100_000, "size of the exemplar storage")
+	fs.Int64Var(&c.maxExemplars, "max-exemplars", 100_000, "size of each tenant's exemplar storage: the TSDB's starts at 1024 in server mode and doubles up to this as exemplars arrive")
 	fs.StringVar(&c.exemplarStore, "exemplar-store", "tsdb", "where exemplars go: tsdb (the TSDB's own exemplar storage, written to its WAL and replayed at start) or ring (ingestkit's exemplars.Ring, in less memory, but in memory only: a restart loses every exemplar; its metrics are "+ringMetricsPrefix+"*)")
 	fs.DurationVar(&c.purgeInterval, "purge-interval", time.Minute, "how often idle series are dropped from the ref cache and the active-series tracker (a purge that drops some from the cache also resets the interner of label strings)")
 	fs.DurationVar(&c.activeIdle, "active-idle", 10*time.Minute, "a series not received for this long is no longer active")
@@ -465,6 +489,8 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.tenantsAllowed, "tenants-allowed", "", "comma-separated tenants allowed to write; with none of the -tenants-allowed* flags every tenant is, otherwise a request of a tenant none of them names is answered 403 before its TSDB is opened or its directory made")
 	fs.StringVar(&c.tenantsAllowedFile, "tenants-allowed-file", "", "file of tenants allowed to write, one a line (# comments), read again on SIGHUP and when it changes (checked every 10s); see -tenants-allowed")
 	fs.StringVar(&c.tenantsAllowedPattern, "tenants-allowed-pattern", "", "regular expression (RE2, matched against the whole tenant ID) of tenants allowed to write; see -tenants-allowed")
+	fs.Int64Var(&c.maxSeriesTotal, "max-series-total", defaultMaxSeriesTotal, "refuse, with a 400, the series new to their tenant's head while the heads of all tenants hold this many; the request's other series are written (0: no limit)")
+	fs.Int64Var(&c.maxExemplarsTotal, "max-exemplars-total", defaultMaxExemplarsTotal, "most slots of the TSDB exemplar storages of all tenants together: a tenant's storage grows towards -max-exemplars only while they hold fewer (0: no limit)")
 	fs.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
 
 	// Operations: the TSDB's settings and the capture of requests for a

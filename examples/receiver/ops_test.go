@@ -151,6 +151,21 @@ func TestByteSize(t *testing.T) {
 	}
 }
 
+// TestStripeSizeFlag refuses a -tsdb.stripe-size that is not a power of 2,
+// which the head's stripe index (a hash masked by the size minus one)
+// needs.
+func TestStripeSizeFlag(t *testing.T) {
+	for _, v := range []string{"1000", "-1", "x", "2097152"} {
+		fs := flag.NewFlagSet("receiver", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var tc tsdbConfig
+		tsdbFlags(fs, &tc)
+		if err := fs.Parse([]string{"-tsdb.stripe-size", v}); err == nil {
+			t.Errorf("-tsdb.stripe-size %s: accepted, want an error", v)
+		}
+	}
+}
+
 // TestTSDBFlags parses the TSDB's flags, checks the options they make,
 // Prometheus's defaults without them, and that a TSDB opened with an
 // out-of-order window takes a sample older than the newest of its series,
@@ -161,9 +176,11 @@ func TestTSDBFlags(t *testing.T) {
 		name                      string
 		args                      []string
 		ooo, retention, sizeBytes int64
+		stripes                   int
 	}{
-		{"defaults", nil, 0, def.RetentionDuration, 0},
-		{"all", []string{"-tsdb.out-of-order-time-window", "30m", "-tsdb.retention.time", "1y", "-tsdb.retention.size", "512MB"}, 30 * 60 * 1000, 365 * 24 * 3600 * 1000, 512 << 20},
+		{"defaults", nil, 0, def.RetentionDuration, 0, defaultStripeSize},
+		{"all", []string{"-tsdb.out-of-order-time-window", "30m", "-tsdb.retention.time", "1y", "-tsdb.retention.size", "512MB", "-tsdb.stripe-size", "0"}, 30 * 60 * 1000, 365 * 24 * 3600 * 1000, 512 << 20, def.StripeSize},
+		{"stripes", []string{"-tsdb.stripe-size", "64"}, 0, def.RetentionDuration, 0, 64},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("receiver", flag.ContinueOnError)
@@ -174,9 +191,9 @@ func TestTSDBFlags(t *testing.T) {
 			}
 			opts := tsdb.DefaultOptions()
 			tc.options(opts)
-			if opts.OutOfOrderTimeWindow != c.ooo || opts.RetentionDuration != c.retention || opts.MaxBytes != c.sizeBytes {
-				t.Errorf("options(%q) = window %d, retention %d, size %d; want %d, %d, %d",
-					c.args, opts.OutOfOrderTimeWindow, opts.RetentionDuration, opts.MaxBytes, c.ooo, c.retention, c.sizeBytes)
+			if opts.OutOfOrderTimeWindow != c.ooo || opts.RetentionDuration != c.retention || opts.MaxBytes != c.sizeBytes || opts.StripeSize != c.stripes {
+				t.Errorf("options(%q) = window %d, retention %d, size %d, stripes %d; want %d, %d, %d, %d",
+					c.args, opts.OutOfOrderTimeWindow, opts.RetentionDuration, opts.MaxBytes, opts.StripeSize, c.ooo, c.retention, c.sizeBytes, c.stripes)
 			}
 
 			db, cleanup, err := openTSDB(t.TempDir(), tc, 0, nil, nil)

@@ -62,8 +62,7 @@ func TestServerModeTenants(t *testing.T) {
 	}
 
 	p = startReceiver(t, bin, nil, args...)
-	var after tenantsCountResponse
-	p.getJSON(t, "/api/v1/series_count", &after)
+	after := p.waitTenants(t, 2)
 	p.stop(t)
 	if got := after.Tenants["team-a"]; got.HeadSeries != a.HeadSeries || got.HeadMinTimeMs != a.HeadMinTimeMs || got.HeadMaxTimeMs != a.HeadMaxTimeMs {
 		t.Errorf("after a restart team-a has %d series from %d to %d ms, want %d from %d to %d ms",
@@ -150,6 +149,74 @@ func TestServerModeAllowedTenants(t *testing.T) {
 	if want := []string{"team-a", "team-b"}; !slices.Equal(names, want) {
 		t.Errorf("-data-dir holds %q, want %q", names, want)
 	}
+}
+
+// waitTenants returns the series counts once n tenants are open: the
+// receiver opens those found in -data-dir in the background.
+func (p *receiverProcess) waitTenants(t *testing.T, n int) tenantsCountResponse {
+	t.Helper()
+	var c tenantsCountResponse
+	for deadline := time.Now().Add(serverStartTimeout); ; time.Sleep(20 * time.Millisecond) {
+		c = tenantsCountResponse{}
+		p.getJSON(t, "/api/v1/series_count", &c)
+		if len(c.Tenants) >= n {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tenants open after %v, want %d: %+v\n%s", len(c.Tenants), serverStartTimeout, n, c, p.stderr)
+		}
+	}
+}
+
+// TestServerModeMoreTenantsThanLimit restarts the receiver with
+// -max-tenants 2 over a data directory of four tenants, written by a
+// receiver without the limit: it starts and serves, with the default
+// tenant and one other open, and answers a tenant left closed 503 (the
+// limit) rather than failing to start.
+func TestServerModeMoreTenantsThanLimit(t *testing.T) {
+	bin := buildReceiver(t)
+	dir := t.TempDir()
+	body, h := rwtest.Raw(t, rwtest.Files(t, 1)[0])
+	post := func(p *receiverProcess, tenant string) int {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/v1/write", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = h.Clone()
+		req.Header.Set(ingest.DefaultTenantHeader, tenant)
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	p := startReceiver(t, bin, nil, "-listen", "127.0.0.1:0", "-data-dir", dir, "-max-tenants", "0")
+	tenants := []string{"t1", "t2", "t3", "t4"}
+	for _, id := range tenants {
+		if code := post(p, id); code != http.StatusNoContent {
+			t.Fatalf("POST as %s = %d, want 204", id, code)
+		}
+	}
+	p.stop(t)
+
+	p = startReceiver(t, bin, nil, "-listen", "127.0.0.1:0", "-data-dir", dir, "-max-tenants", "2")
+	c := p.waitTenants(t, 2)
+	var closed string
+	for _, id := range tenants {
+		if _, open := c.Tenants[id]; !open {
+			closed = id
+		}
+	}
+	if _, ok := c.Tenants[ingest.DefaultTenant]; !ok || len(c.Tenants) != 2 || closed == "" {
+		t.Fatalf("open tenants %v, want the default tenant and one other", c.Tenants)
+	}
+	if code := post(p, closed); code != http.StatusServiceUnavailable {
+		t.Errorf("POST as %s, left closed at the limit, = %d, want 503", closed, code)
+	}
+	p.stop(t)
 }
 
 // getJSON decodes the JSON body of a GET of path into v.

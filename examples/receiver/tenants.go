@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -56,6 +57,15 @@ type tenantOptions struct {
 	// MaxExemplars is the size of each tenant's TSDB exemplar storage (0:
 	// off).
 	MaxExemplars int64
+	// MaxExemplarsTotal, if positive, bounds the slots of the tenants'
+	// TSDB exemplar storages together: growExemplars grows one only while
+	// the open tenants hold fewer.
+	MaxExemplarsTotal int64
+	// GrowExemplars opens each tenant's TSDB exemplar storage small and
+	// grows it up to MaxExemplars as exemplars arrive, when
+	// exemplarGrowthLoop runs (exemplar_growth.go); otherwise it is
+	// MaxExemplars from the start, as in Prometheus.
+	GrowExemplars bool
 	// MetadataWAL turns on each tenant TSDB's metadata WAL records (the
 	// storage half of Prometheus's metadata-wal-records feature).
 	MetadataWAL bool
@@ -132,6 +142,10 @@ type tenant struct {
 	reg   *tenantRegisterer
 	// exRing is the tenant's exemplar ring, with tenantOptions.RingExemplars.
 	exRing *exemplars.Ring
+	// exSize is the size of the TSDB's exemplar storage, and exAt the
+	// exemplars its write handler had written when it last grew
+	// (exemplar_growth.go): set by open, then only by growExemplars.
+	exSize, exAt int64
 
 	inflight atomic.Int64 // references held; taken under tenants.mu's read lock
 	lastUsed atomic.Int64 // Unix nanoseconds of the last release, or of the open
@@ -223,33 +237,96 @@ func isSingleTenantDir(dir string) (bool, error) {
 	return true, nil
 }
 
-// openExisting opens the tenants whose directories Dir holds, as Thanos
-// opens its tenants' TSDBs at start, and the default tenant: the TSDBs
-// replay their WALs, and /metrics and /api/v1/series_count show them
-// before any request. A directory whose name is not a valid tenant ID is
-// left alone.
+// openExisting opens the default tenant (openDefault), then the tenants
+// whose directories Dir holds (existing, openAll), as Thanos opens its
+// tenants' TSDBs at start: the TSDBs replay their WALs, and /metrics and
+// /api/v1/series_count show them before any request. Server mode runs
+// openAll in the background instead, so that readiness waits only for the
+// default tenant.
 func (tt *tenants) openExisting() error {
-	ents, err := os.ReadDir(tt.opts.Dir)
+	if err := tt.openDefault(); err != nil {
+		return err
+	}
+	ids, err := tt.existing()
 	if err != nil {
 		return err
 	}
-	var ids []string
-	if tt.opts.Allowed.allowed(tt.opts.Default) {
-		ids = append(ids, tt.opts.Default)
+	tt.openAll(ids)
+	return nil
+}
+
+// openDefault opens the default tenant, unless the allowlist leaves it
+// out.
+func (tt *tenants) openDefault() error {
+	if !tt.opts.Allowed.allowed(tt.opts.Default) {
+		return nil
 	}
+	tn, err := tt.acquire(tt.opts.Default)
+	if err != nil {
+		return err
+	}
+	tt.release(tn)
+	return nil
+}
+
+// existing returns the tenants whose directories Dir holds, but for the
+// default tenant, most recently written first (by the time of their wal
+// directory, else their own). A directory whose name is not a valid tenant
+// ID, or of a tenant not allowed, is left alone.
+func (tt *tenants) existing() ([]string, error) {
+	ents, err := os.ReadDir(tt.opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	type dir struct {
+		id      string
+		written time.Time
+	}
+	var dirs []dir
 	for _, e := range ents {
-		if e.IsDir() && e.Name() != tt.opts.Default && ingest.ValidTenantID(e.Name()) == nil && tt.opts.Allowed.allowed(e.Name()) {
-			ids = append(ids, e.Name())
+		id := e.Name()
+		if !e.IsDir() || id == tt.opts.Default || ingest.ValidTenantID(id) != nil || !tt.opts.Allowed.allowed(id) {
+			continue
 		}
+		d := dir{id: id}
+		for _, p := range []string{filepath.Join(tt.opts.Dir, id, "wal"), filepath.Join(tt.opts.Dir, id)} {
+			if fi, err := os.Stat(p); err == nil {
+				d.written = fi.ModTime()
+				break
+			}
+		}
+		dirs = append(dirs, d)
 	}
-	for _, id := range ids {
+	slices.SortStableFunc(dirs, func(a, b dir) int { return b.written.Compare(a.written) })
+	ids := make([]string, len(dirs))
+	for i, d := range dirs {
+		ids[i] = d.id
+	}
+	return ids, nil
+}
+
+// openAll opens the tenants ids, in order, until MaxTenants are open: the
+// others open on their first request, as any tenant does, once idle
+// tenants have made room. A tenant that fails to open is logged and
+// skipped: its requests are answered 500 until it opens. What is on disk
+// never stops the receiver from serving the other tenants.
+func (tt *tenants) openAll(ids []string) (opened int) {
+	for i, id := range ids {
 		tn, err := tt.acquire(id)
-		if err != nil {
-			return err
+		switch {
+		case errors.Is(err, errTooManyTenants):
+			tt.logger.Warn("tenant directories left closed at start, -max-tenants being open; each opens on its first request once idle tenants are closed", "left", len(ids)-i, "max_tenants", tt.opts.MaxTenants)
+			return opened
+		case errors.Is(err, errTenantsClosed):
+			return opened
+		case err != nil:
+			tt.logger.Error("opening a tenant found in the data directory; its requests are answered 500 until it opens", "tenant", id, "err", err)
+			continue
 		}
 		tt.release(tn)
+		opened++
 	}
-	return nil
+	return opened
 }
 
 // ServeHTTP routes a remote-write request to its tenant's write handler
@@ -354,7 +431,11 @@ func (tt *tenants) open(tn *tenant) (err error) {
 	tsdbOpts := tsdb.DefaultOptions()
 	tt.opts.TSDB.options(tsdbOpts)
 	tsdbOpts.EnableMetadataWALRecords = tt.opts.MetadataWAL
-	db, _, err := openDBWith(dir, tsdbOpts, tt.opts.MaxExemplars, reg, tt.logger.With("tenant", tn.id))
+	tn.exSize = tt.opts.MaxExemplars
+	if tt.opts.GrowExemplars {
+		tn.exSize = openExemplars(dir, tt.opts.MaxExemplars)
+	}
+	db, _, err := openDBWith(dir, tsdbOpts, tn.exSize, reg, tt.logger.With("tenant", tn.id))
 	if err != nil {
 		return fmt.Errorf("opening tenant %q: %w", tn.id, err)
 	}
@@ -571,6 +652,10 @@ func tenantOptionsOf(c config, logger *slog.Logger) (tenantOptions, error) {
 	// One body reader for every tenant: its in-flight budget bounds the
 	// process.
 	ro.BodyReader = newBodyReader(ro)
+	// One series budget for every tenant, which accountLoop keeps.
+	if c.maxSeriesTotal > 0 {
+		ro.SeriesBudget = ingest.NewSeriesBudget(c.maxSeriesTotal)
+	}
 	allowed, err := newAllowlist(c.tenantsAllowed, c.tenantsAllowedFile, c.tenantsAllowedPattern)
 	if err != nil {
 		return tenantOptions{}, err
@@ -581,6 +666,7 @@ func tenantOptionsOf(c config, logger *slog.Logger) (tenantOptions, error) {
 		Receiver:     ro,
 		MaxExemplars: tsdbExemplars, MetadataWAL: c.metadataWAL, RingExemplars: ringExemplars,
 		MaxTenants: c.maxTenants, Logger: logger,
+		GrowExemplars: true, MaxExemplarsTotal: c.maxExemplarsTotal,
 	}, nil
 }
 

@@ -687,3 +687,83 @@ func TestTenantIdleLoop(t *testing.T) {
 		t.Errorf("open tenants %q, want none", ids)
 	}
 }
+
+// TestTenantsMoreDirsThanLimit reopens a data directory of five tenants
+// with MaxTenants 3: openExisting does not fail, it opens the default
+// tenant and the two most recently written, leaving the others closed; a
+// request for one of those is answered 503 while three are open, and is
+// written once an idle tenant was closed.
+func TestTenantsMoreDirsThanLimit(t *testing.T) {
+	dir := t.TempDir()
+	tt := newTestTenants(t, tenantOptions{Dir: dir})
+	ts := time.Now().UnixMilli()
+	for i, id := range []string{"a", "b", "c", "d"} {
+		mustSend(t, tt, id, seriesOf(t, ts, 1, "x"), http.StatusNoContent)
+		// Each written later than the last, as existing sees it.
+		when := time.Now().Add(time.Duration(i-10) * time.Minute)
+		if err := os.Chtimes(filepath.Join(dir, id, "wal"), when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tt.close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tt = newTestTenants(t, tenantOptions{Dir: dir, MaxTenants: 3})
+	if err := tt.openExisting(); err != nil {
+		t.Fatalf("openExisting with more tenant directories than MaxTenants: %v", err)
+	}
+	if got, want := tt.openTenants(), []string{"c", "d", ingest.DefaultTenant}; !slices.Equal(got, want) {
+		t.Errorf("open tenants %q, want %q: the default, then the most recently written", got, want)
+	}
+	mustSend(t, tt, "d", seriesOf(t, ts+1000, 1, "x"), http.StatusNoContent)
+	mustSend(t, tt, "a", seriesOf(t, ts+1000, 1, "x"), http.StatusServiceUnavailable)
+	if _, err := tt.closeIdle(time.Now().Add(-time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	mustSend(t, tt, "a", seriesOf(t, ts+1000, 1, "x"), http.StatusNoContent)
+	checkSeries(t, "tenant a", tt.tenantDB("a"), map[string][]string{seriesKey("x"): {fmt.Sprintf("%d:1", ts), fmt.Sprintf("%d:1", ts+1000)}})
+}
+
+// TestTenantsSeriesBudget runs tenants that share a series budget of 5:
+// tenant a writes 3 series, tenant b 3 of which 1 is refused (400) and 2
+// written. After a restart over the same directory, countHeld finds the 5
+// series in the heads: every series written before is there, a known
+// series is written, a new one refused.
+func TestTenantsSeriesBudget(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *tenants {
+		return newTestTenants(t, tenantOptions{Dir: dir, Receiver: ingest.Options{SeriesBudget: ingest.NewSeriesBudget(5)}})
+	}
+	tt := open()
+	ts := time.Now().UnixMilli()
+	mustSend(t, tt, "a", seriesOf(t, ts, 1, "x", "y", "z"), http.StatusNoContent)
+	rec := mustSend(t, tt, "b", seriesOf(t, ts, 1, "x", "y", "z"), http.StatusBadRequest)
+	if !strings.Contains(rec.Body.String(), "series budget") {
+		t.Errorf("body %q, want the budget named", rec.Body)
+	}
+	tt.countHeld()
+	if held := tt.opts.Receiver.SeriesBudget.Held(); held != 5 {
+		t.Errorf("held %d, want 5", held)
+	}
+	if err := tt.close(); err != nil {
+		t.Fatal(err)
+	}
+
+	tt = open()
+	if err := tt.openExisting(); err != nil {
+		t.Fatal(err)
+	}
+	tt.countHeld()
+	if held := tt.opts.Receiver.SeriesBudget.Held(); held != 5 {
+		t.Errorf("after a restart: held %d, want 5", held)
+	}
+	checkSeries(t, "tenant a", tt.tenantDB("a"), map[string][]string{
+		seriesKey("x"): {fmt.Sprintf("%d:1", ts)}, seriesKey("y"): {fmt.Sprintf("%d:1", ts)}, seriesKey("z"): {fmt.Sprintf("%d:1", ts)},
+	})
+	checkSeries(t, "tenant b", tt.tenantDB("b"), map[string][]string{
+		seriesKey("x"): {fmt.Sprintf("%d:1", ts)}, seriesKey("y"): {fmt.Sprintf("%d:1", ts)},
+	})
+	mustSend(t, tt, "b", seriesOf(t, ts+1000, 2, "x"), http.StatusNoContent)
+	mustSend(t, tt, "c", seriesOf(t, ts+1000, 2, "x"), http.StatusBadRequest)
+}

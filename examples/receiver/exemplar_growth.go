@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	promconfig "github.com/prometheus/prometheus/config"
+)
+
+// A tenant's TSDB exemplar storage is a circular buffer that Prometheus
+// allocates in full when the TSDB opens: 100,000 exemplars by default, some
+// 7 MiB, which a tenant that never sends an exemplar holds all the same.
+// With tenantOptions.GrowExemplars, the server opens each tenant's storage
+// at initialExemplars (or the size it grew to before, kept in the tenant's
+// directory) and growExemplars doubles it, up to -max-exemplars, once the
+// exemplars written since it last grew reach half of it: a tenant holds
+// what it uses. The buffer drops its oldest exemplars when full, as at its
+// full size; while it is smaller it drops them sooner, which the early
+// growth makes rare.
+
+// initialExemplars is the size of a tenant's exemplar storage at its first
+// open.
+const initialExemplars = 1024
+
+// exemplarSizeFile, in a tenant's directory, holds the size its exemplar
+// storage grew to, so that the TSDB replays its WAL's exemplars into
+// storage as large when it opens again.
+const exemplarSizeFile = "ingestkit-exemplar-storage-size"
+
+// exemplarGrowthCheck is how often growExemplars runs.
+const exemplarGrowthCheck = time.Second
+
+// openExemplars returns the size to open the exemplar storage in dir with,
+// for a limit of max: the size written in dir, else initialExemplars, at
+// most max.
+func openExemplars(dir string, max int64) int64 {
+	size := int64(initialExemplars)
+	if b, err := os.ReadFile(filepath.Join(dir, exemplarSizeFile)); err == nil {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil && n > 0 {
+			size = n
+		}
+	}
+	return min(size, max)
+}
+
+// growExemplars grows the exemplar storage of every open tenant that has
+// written half its size since it last grew.
+func (tt *tenants) growExemplars() error {
+	if !tt.opts.GrowExemplars || tt.opts.MaxExemplars <= 0 {
+		return nil
+	}
+	var open []*tenant
+	var total int64 // the slots of the open tenants
+	tt.mu.RLock()
+	for _, tn := range tt.m {
+		if tn.closing == nil && tn.isOpen() {
+			total += tn.exSize
+			if tn.exSize < tt.opts.MaxExemplars {
+				open = append(open, tn)
+			}
+		}
+	}
+	tt.mu.RUnlock()
+	var errs []error
+	for _, tn := range open {
+		grown, err := tt.growTenantExemplars(tn, total)
+		total += grown
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// growTenantExemplars grows tn's exemplar storage if need be and if the
+// open tenants' total slots leave room under MaxExemplarsTotal, and
+// returns the slots it added. A tenant is grown by one goroutine at a
+// time: growExemplars' loop.
+func (tt *tenants) growTenantExemplars(tn *tenant, total int64) (int64, error) {
+	h := tt.handler(tn.id)
+	if h == nil {
+		return 0, nil // no request since it opened
+	}
+	written := h.Stats().Exemplars
+	if written-tn.exAt < tn.exSize/2 {
+		return 0, nil
+	}
+	size := min(2*tn.exSize, tt.opts.MaxExemplars)
+	if limit := tt.opts.MaxExemplarsTotal; limit > 0 {
+		size = min(size, tn.exSize+max(0, limit-total))
+	}
+	if size <= tn.exSize {
+		return 0, nil // the budget is spent
+	}
+	// Hold a reference, so that the tenant is not closed meanwhile.
+	tt.mu.RLock()
+	if tn.closing != nil {
+		tt.mu.RUnlock()
+		return 0, nil
+	}
+	tn.inflight.Add(1)
+	tt.mu.RUnlock()
+	defer tt.release(tn)
+
+	cfg := &promconfig.Config{StorageConfig: promconfig.StorageConfig{
+		// ApplyConfig sets the out-of-order window too: the same.
+		TSDBConfig:      &promconfig.TSDBConfig{OutOfOrderTimeWindow: time.Duration(tt.opts.TSDB.outOfOrderWindow).Milliseconds()},
+		ExemplarsConfig: &promconfig.ExemplarsConfig{MaxExemplars: size},
+	}}
+	if err := tn.db.ApplyConfig(cfg); err != nil {
+		return 0, fmt.Errorf("tenant %q: growing its exemplar storage to %d: %w", tn.id, size, err)
+	}
+	grown := size - tn.exSize
+	tt.logger.Info("tenant exemplar storage grown", "tenant", tn.id, "from", tn.exSize, "to", size)
+	tn.exSize, tn.exAt = size, written
+	file := filepath.Join(tt.opts.Dir, tn.id, exemplarSizeFile)
+	if err := os.WriteFile(file, []byte(strconv.FormatInt(size, 10)+"\n"), 0o666); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return grown, fmt.Errorf("tenant %q: %w", tn.id, err)
+	}
+	return grown, nil
+}
+
+// accountLoop, every exemplarGrowthCheck until ctx is done, grows the
+// tenants' exemplar storages (growExemplars) and sets the series budget's
+// count to what the tenants' heads hold (countHeld).
+func accountLoop(ctx context.Context, tt *tenants, logger interface{ Error(string, ...any) }) {
+	tick(ctx, exemplarGrowthCheck, func(time.Time) {
+		if err := tt.growExemplars(); err != nil {
+			logger.Error("growing exemplar storage", "err", err)
+		}
+		tt.countHeld()
+	})
+}
+
+// countHeld sets the series budget's count, if any, to the series the
+// heads of the open tenants hold. A closed tenant's series are on disk
+// only, and come back into the count when it opens again.
+func (tt *tenants) countHeld() {
+	b := tt.opts.Receiver.SeriesBudget
+	if b == nil {
+		return
+	}
+	var n int64
+	tt.mu.RLock()
+	for _, tn := range tt.m {
+		if tn.isOpen() {
+			n += int64(tn.db.Head().NumSeries())
+		}
+	}
+	tt.mu.RUnlock()
+	b.SetHeld(n)
+}

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/model/exemplar"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/ingestkit/ingestkit/internal/difftest"
+)
+
+// exemplarsStep is one series with n exemplars, from ts on, one a
+// millisecond.
+func exemplarsStep(t *testing.T, ts int64, from, n int) difftest.Step {
+	t.Helper()
+	s := difftest.FloatSeries(ts+int64(n), 1, "__name__", "with_exemplars", "job", "tenants")
+	for i := range n {
+		s.Exemplars = append(s.Exemplars, exemplar.Exemplar{Labels: labels.FromStrings("trace_id", fmt.Sprint(from+i)), Value: 1, Ts: ts + int64(i), HasTs: true})
+	}
+	return difftest.V1Step(t, []difftest.Series{s})
+}
+
+// countExemplars is the number of exemplars db holds.
+func countExemplars(t *testing.T, db *tsdb.DB) int {
+	t.Helper()
+	q, err := db.ExemplarQuerier(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := q.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range res {
+		n += len(r.Exemplars)
+	}
+	return n
+}
+
+// TestTenantExemplarsGrow checks the growth of a tenant's TSDB exemplar
+// storage: it opens at initialExemplars, keeps what it is sent up to that,
+// doubles once half of it was written, keeps growing as exemplars arrive up
+// to MaxExemplars and no further, and a tenant closed and opened again
+// replays its exemplars into storage of the size it grew to. A tenant that
+// writes no exemplar keeps its small storage.
+func TestTenantExemplarsGrow(t *testing.T) {
+	const max = 4 * initialExemplars
+	dir := t.TempDir()
+	tt := newTestTenants(t, tenantOptions{Dir: dir, MaxExemplars: max, GrowExemplars: true})
+	ts := time.Now().Add(-time.Minute).UnixMilli()
+	mustSend(t, tt, "quiet", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
+
+	sent := 0
+	send := func(n int) {
+		t.Helper()
+		mustSend(t, tt, "busy", exemplarsStep(t, ts+int64(sent), sent, n), http.StatusNoContent)
+		sent += n
+		if err := tt.growExemplars(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func(id string) int64 {
+		tt.mu.RLock()
+		defer tt.mu.RUnlock()
+		return tt.m[id].exSize
+	}
+	send(initialExemplars/2 - 1)
+	if got := size("busy"); got != initialExemplars {
+		t.Fatalf("after %d exemplars the storage holds %d, want %d", sent, got, initialExemplars)
+	}
+	send(1)
+	if got := size("busy"); got != 2*initialExemplars {
+		t.Fatalf("after %d exemplars the storage holds %d, want %d", sent, got, 2*initialExemplars)
+	}
+	for range 4 {
+		send(initialExemplars)
+	}
+	if got := size("busy"); got != max {
+		t.Fatalf("after %d exemplars the storage holds %d, want the limit %d", sent, got, max)
+	}
+	db := tt.tenantDB("busy")
+	if got := countExemplars(t, db); got != min(sent, max) {
+		t.Errorf("the TSDB holds %d exemplars of %d sent, want %d", got, sent, min(sent, max))
+	}
+	if got := size("quiet"); got != initialExemplars {
+		t.Errorf("a tenant without exemplars has storage of %d, want %d", got, initialExemplars)
+	}
+
+	if n, err := tt.closeIdle(time.Now().Add(time.Hour)); err != nil || n != 2 {
+		t.Fatalf("closeIdle = %d, %v; want both tenants closed", n, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "busy", exemplarSizeFile)); err != nil || string(b) != fmt.Sprintln(max) {
+		t.Fatalf("%s holds %q, %v; want %d", exemplarSizeFile, b, err, max)
+	}
+	mustSend(t, tt, "busy", seriesOf(t, ts+int64(2*sent), 1, "x"), http.StatusNoContent)
+	if got := size("busy"); got != max {
+		t.Errorf("reopened, the storage holds %d, want the size it grew to, %d", got, max)
+	}
+	if got := countExemplars(t, tt.tenantDB("busy")); got != min(sent, max) {
+		t.Errorf("reopened, the TSDB holds %d exemplars, want the %d it held", got, min(sent, max))
+	}
+}
+
+// TestTenantExemplarsTotal grows a tenant's exemplar storage under
+// MaxExemplarsTotal: with two tenants open at initialExemplars each and a
+// total of 2.5 times that, the busy tenant grows by the half left, not to
+// twice its size, and then no more.
+func TestTenantExemplarsTotal(t *testing.T) {
+	tt := newTestTenants(t, tenantOptions{MaxExemplars: 8 * initialExemplars, MaxExemplarsTotal: 5 * initialExemplars / 2, GrowExemplars: true})
+	ts := time.Now().Add(-time.Minute).UnixMilli()
+	mustSend(t, tt, "quiet", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
+	for i := range 3 {
+		mustSend(t, tt, "busy", exemplarsStep(t, ts+int64(i*initialExemplars), i*initialExemplars, initialExemplars), http.StatusNoContent)
+		if err := tt.growExemplars(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tt.mu.RLock()
+	got := tt.m["busy"].exSize
+	tt.mu.RUnlock()
+	if want := int64(3 * initialExemplars / 2); got != want {
+		t.Errorf("busy tenant's storage %d, want %d: the total left room for %d more", got, want, initialExemplars/2)
+	}
+}

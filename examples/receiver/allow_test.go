@@ -133,14 +133,7 @@ func TestTenantsAllowed(t *testing.T) {
 	if got := tt.openTenants(); !slices.Equal(got, want) {
 		t.Errorf("open tenants %q, want %q", got, want)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dirs []string
-	for _, e := range ents {
-		dirs = append(dirs, e.Name())
-	}
+	dirs := dirNames(t, dir)
 	if wantDirs := append(slices.Clone(want), "stranger"); !slices.Equal(dirs, slices.Sorted(slices.Values(wantDirs))) {
 		t.Errorf("directories %q, want those of the allowed tenants and the stranger's own", dirs)
 	}

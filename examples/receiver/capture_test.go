@@ -128,14 +128,7 @@ func checkCaptureDir(t *testing.T, dir string, steps []captureStep) {
 			wantSteps = append(wantSteps, s)
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, e := range entries {
-		got = append(got, e.Name())
-	}
+	got := dirNames(t, dir)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("files %q, want %q", got, want)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"net/http"
+	"os"
 	"testing"
 
 	"github.com/prometheus/prometheus/tsdb"
@@ -28,4 +29,18 @@ func newImpl(tb testing.TB, impl string, db *tsdb.DB) http.Handler {
 		tb.Fatalf("unknown impl %q", impl)
 	}
 	return difftest.Oracle(db, difftest.Features{})
+}
+
+// dirNames returns the names in dir, sorted.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
 }

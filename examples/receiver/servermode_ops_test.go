@@ -3,7 +3,6 @@
 package main
 
 import (
-	"os"
 	"strings"
 	"testing"
 )
@@ -30,15 +29,7 @@ func testServerModeOps(t *testing.T, bin string) {
 	if !strings.Contains(p.stderr.String(), "WAL replay completed") {
 		t.Errorf("stderr has no log line of the TSDB's WAL replay:\n%.2000s", p.stderr)
 	}
-	entries, err := os.ReadDir(capture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		names = append(names, e.Name())
-	}
-	if got, want := strings.Join(names, " "), "rw1-0001.headers rw1-0001.snappy"; got != want {
+	if got, want := strings.Join(dirNames(t, capture), " "), "rw1-0001.headers rw1-0001.snappy"; got != want {
 		t.Errorf("-capture-dir holds %s, want %s", got, want)
 	}
 }

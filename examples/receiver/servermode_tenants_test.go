@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"syscall"
@@ -29,22 +28,7 @@ func TestServerModeTenants(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"-listen", "127.0.0.1:0", "-data-dir", dir, "-tenant-header", "X-Scope-OrgID"}
 	body, h := rwtest.Raw(t, rwtest.Files(t, 1)[0])
-	post := func(p *receiverProcess, tenant string) int {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/v1/write", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = h.Clone()
-		req.Header.Set("X-Scope-OrgID", tenant)
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	post := func(p *receiverProcess, tenant string) int { return postAs(t, p, "X-Scope-OrgID", tenant, body, h) }
 
 	p := startReceiver(t, bin, nil, args...)
 	if code := post(p, "team-a"); code != http.StatusNoContent {
@@ -68,14 +52,7 @@ func TestServerModeTenants(t *testing.T) {
 		t.Errorf("after a restart team-a has %d series from %d to %d ms, want %d from %d to %d ms",
 			got.HeadSeries, got.HeadMinTimeMs, got.HeadMaxTimeMs, a.HeadSeries, a.HeadMinTimeMs, a.HeadMaxTimeMs)
 	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
+	names := dirNames(t, dir)
 	if want := []string{ingest.DefaultTenant, "team-a"}; !slices.Equal(names, want) {
 		t.Errorf("-data-dir holds %q, want %q", names, want)
 	}
@@ -97,20 +74,7 @@ func TestServerModeAllowedTenants(t *testing.T) {
 	writeAllowFile(t, file, "team-a")
 	body, h := rwtest.Raw(t, rwtest.Files(t, 1)[0])
 	post := func(p *receiverProcess, tenant string) int {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/v1/write", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = h.Clone()
-		req.Header.Set(ingest.DefaultTenantHeader, tenant)
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return postAs(t, p, ingest.DefaultTenantHeader, tenant, body, h)
 	}
 	p := startReceiver(t, bin, nil, "-listen", "127.0.0.1:0", "-data-dir", dir, "-tenants-allowed-file", file)
 	if code := post(p, "team-a"); code != http.StatusNoContent {
@@ -138,14 +102,7 @@ func TestServerModeAllowedTenants(t *testing.T) {
 		t.Errorf("POST as team-a after SIGHUP = %d, want 403", code)
 	}
 	p.stop(t)
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
+	names := dirNames(t, dir)
 	if want := []string{"team-a", "team-b"}; !slices.Equal(names, want) {
 		t.Errorf("-data-dir holds %q, want %q", names, want)
 	}
@@ -178,20 +135,7 @@ func TestServerModeMoreTenantsThanLimit(t *testing.T) {
 	dir := t.TempDir()
 	body, h := rwtest.Raw(t, rwtest.Files(t, 1)[0])
 	post := func(p *receiverProcess, tenant string) int {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/v1/write", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = h.Clone()
-		req.Header.Set(ingest.DefaultTenantHeader, tenant)
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+		return postAs(t, p, ingest.DefaultTenantHeader, tenant, body, h)
 	}
 	p := startReceiver(t, bin, nil, "-listen", "127.0.0.1:0", "-data-dir", dir, "-max-tenants", "0")
 	tenants := []string{"t1", "t2", "t3", "t4"}
@@ -217,6 +161,26 @@ func TestServerModeMoreTenantsThanLimit(t *testing.T) {
 		t.Errorf("POST as %s, left closed at the limit, = %d, want 503", closed, code)
 	}
 	p.stop(t)
+}
+
+// postAs POSTs the captured request body, with its headers h, to the
+// receiver p as tenant, in the tenant header header, and returns the
+// status.
+func postAs(t *testing.T, p *receiverProcess, header, tenant string, body []byte, h http.Header) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/v1/write", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = h.Clone()
+	req.Header.Set(header, tenant)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // getJSON decodes the JSON body of a GET of path into v.

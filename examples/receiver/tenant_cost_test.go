@@ -97,9 +97,6 @@ func TestTenantCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 1,000 TSDBs")
 	}
-	if raceEnabled {
-		t.Skip("the race detector changes what is allocated; measured without it")
-	}
 	per := tenantCost(t, costOptions(t, "ingestkit", t.TempDir()), 1000, 1)
 	t.Logf("heap in use per tenant of one series: %.0f bytes", per)
 	if per > maxTenantCost {

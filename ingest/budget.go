@@ -23,9 +23,8 @@ import "sync/atomic"
 // series of all but one. A SeriesBudget is safe for concurrent use by
 // multiple goroutines.
 type SeriesBudget struct {
-	limit   int64
-	held    atomic.Int64
-	refused atomic.Int64
+	limit int64
+	held  atomic.Int64
 }
 
 // NewSeriesBudget returns a budget of limit series, none held.
@@ -40,9 +39,6 @@ func (b *SeriesBudget) Held() int64 { return b.held.Load() }
 
 // SetHeld sets the series the storages hold.
 func (b *SeriesBudget) SetHeld(n int64) { b.held.Store(n) }
-
-// Refused returns the series refused so far, once per request.
-func (b *SeriesBudget) Refused() int64 { return b.refused.Load() }
 
 // admits reports whether the budget has room for one more series, with
 // pending series of the request admitted already.

@@ -246,7 +246,6 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 	st.refusedSamples.Add(int64(c.refusedSamples))
 	if h.budget != nil {
 		h.budget.held.Add(int64(c.budgetNew))
-		h.budget.refused.Add(int64(c.budgetRefused))
 		st.budgetSeries.Add(int64(c.budgetRefused))
 		st.budgetSamples.Add(int64(c.budgetRefusedSamples))
 	}
@@ -293,6 +292,15 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 			}
 		}
 		unlisted := listed >= maxReportedErrors
+		// refuse skips the series with the error mk makes, or with
+		// errUnlisted past maxReportedErrors, without calling mk.
+		refuse := func(mk func() error) {
+			if unlisted {
+				skip(errUnlisted, true)
+			} else {
+				skip(mk(), true)
+			}
+		}
 		var limitErr error
 		if s.Err() == nil && h.limits.set {
 			limitErr = h.limits.check(s)
@@ -302,11 +310,7 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 			// 2.0 label or metadata references that do not resolve, or a
 			// label longer than the build holds: Prometheus skips the
 			// series and answers 400 in the end.
-			if unlisted {
-				skip(errUnlisted, true)
-				break
-			}
-			skip(fmt.Errorf("parsing series: %w", err), true)
+			refuse(func() error { return fmt.Errorf("parsing series: %w", err) })
 		case limitErr != nil:
 			skip(limitErr, true)
 		default:
@@ -326,11 +330,9 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 				}
 			}
 			if v2 && len(samples) == 0 && len(hists) == 0 && !(h.exOnly && hasExemplars(s)) {
-				if unlisted {
-					skip(errUnlisted, true)
-				} else {
-					skip(fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", seriesString(hd.Labels())), true)
-				}
+				refuse(func() error {
+					return fmt.Errorf("TimeSeries must contain at least one sample or histogram for series %v", seriesString(hd.Labels()))
+				})
 				r.invalid = 0
 				hd = refcache.Handle{}
 				break
@@ -340,11 +342,9 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 					active = h.tracker.Active()
 				}
 				if active+newSeries >= h.maxSer {
-					if unlisted {
-						skip(errUnlisted, true)
-					} else {
-						skip(fmt.Errorf("%w: per-tenant series limit of %d exceeded, series %v refused", ErrSeriesLimit, h.maxSer, seriesString(hd.Labels())), true)
-					}
+					refuse(func() error {
+						return fmt.Errorf("%w: per-tenant series limit of %d exceeded, series %v refused", ErrSeriesLimit, h.maxSer, seriesString(hd.Labels()))
+					})
 					r.invalid = 0
 					c.refused++
 					c.refusedSamples += len(samples) + len(hists)
@@ -356,11 +356,9 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 			if h.budget != nil && hd.Ref() == 0 && len(samples)+len(hists) > 0 {
 				// A series the storage does not hold yet.
 				if !h.budget.admits(c.budgetNew) {
-					if unlisted {
-						skip(errUnlisted, true)
-					} else {
-						skip(fmt.Errorf("%w: %d series held, the limit, series %v refused", ErrSeriesBudget, h.budget.Limit(), seriesString(hd.Labels())), true)
-					}
+					refuse(func() error {
+						return fmt.Errorf("%w: the storages hold the limit of %d series, series %v refused", ErrSeriesBudget, h.budget.Limit(), seriesString(hd.Labels()))
+					})
 					r.invalid = 0
 					c.budgetRefused++
 					c.budgetRefusedSamples += len(samples) + len(hists)

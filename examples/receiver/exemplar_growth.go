@@ -15,8 +15,8 @@ import (
 )
 
 // A tenant's TSDB exemplar storage is a circular buffer that Prometheus
-// allocates in full when the TSDB opens: 100,000 exemplars by default, some
-// 7 MiB, which a tenant that never sends an exemplar holds all the same.
+// allocates in full when the TSDB opens: 100,000 exemplars by default,
+// which a tenant that never sends an exemplar holds all the same.
 // With tenantOptions.GrowExemplars, the server opens each tenant's storage
 // at initialExemplars (or the size it grew to before, kept in the tenant's
 // directory) and growExemplars doubles it, up to -max-exemplars, once the

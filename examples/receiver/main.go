@@ -445,11 +445,12 @@ const (
 // The receiver's budgets of all tenants together, which Prometheus has no
 // need of (one TSDB) and Thanos and Mimir leave to per-tenant limits: with
 // -max-tenants 1000 tenants of at most 1 MiB each before their series
-// (TestTenantCost) and 256 MiB of request bodies in flight, they keep the
-// process within 4 GiB of memory. A head series costs some 2 KiB in an
-// ordinary TSDB (labels, memSeries, its open chunk and postings), so
-// 500,000 series are about 1 GiB; an exemplar slot about 100 bytes with
-// its labels, so 2,000,000 slots are about 200 MiB.
+// (TestTenantCost) and -max-inflight-bytes of request bodies, they are
+// meant to keep the process within 4 GiB of memory: -max-series-total is
+// sized from what BenchmarkTenantCost's case=100x10000 reports for
+// 10,000 typical series to take about an eighth of it, and
+// -max-exemplars-total is what 20 tenants at the default -max-exemplars
+// hold.
 const (
 	defaultMaxSeriesTotal    = 500_000
 	defaultMaxExemplarsTotal = 2_000_000

@@ -89,14 +89,16 @@ type tsdbConfig struct {
 }
 
 // defaultStripeSize is the receiver's head stripe size for each tenant's
-// TSDB. Prometheus's 16,384 (Cortex's and Mimir's default too) costs each
-// head some 3 MiB of maps and locks before its first series; 1,024 costs a
-// sixteenth of it. Stripes spread the locks of series lookups and
-// creations: with 1,024, two requests of one tenant on different cores
-// meet on a lock about one time in a thousand, and a tenant's series fill
-// each stripe's maps sixteen times deeper, which costs no time per lookup.
-// A tenant of millions of series, written from many cores at once, may
-// want Prometheus's size back.
+// TSDB. Prometheus's 16,384 (Cortex's and Mimir's default too) allocates
+// that many locks and two maps a stripe when a head opens, before its
+// first series; with the exemplar storage allocated in full, that is what
+// makes a small tenant costly (BenchmarkTenantCost, impl=prometheus
+// against impl=ingestkit). Stripes spread the locks of series lookups and
+// creations: with 1,024, two lookups of one tenant on different cores pick
+// the same stripe one time in 1,024 rather than one in 16,384, and each
+// stripe's maps hold sixteen times more of the tenant's series. A tenant
+// of millions of series, written from many cores at once, may want
+// Prometheus's size back.
 const defaultStripeSize = 1024
 
 // stripeSize is -tsdb.stripe-size: a power of 2, or 0 for Prometheus's.
@@ -119,7 +121,7 @@ func tsdbFlags(fs *flag.FlagSet, c *tsdbConfig) {
 	fs.Var(&c.outOfOrderWindow, "tsdb.out-of-order-time-window", "how far behind the newest sample of a series a sample is still accepted (Prometheus's out_of_order_time_window; 0: none, as Prometheus); units ms, s, m, h, d, w, y")
 	fs.Var(&c.retention, "tsdb.retention.time", "how long to keep blocks (Prometheus's retention time); units ms, s, m, h, d, w, y")
 	c.stripeSize = defaultStripeSize
-	fs.Var(&c.stripeSize, "tsdb.stripe-size", "stripes of each tenant's head, a power of 2: its locks and maps of series, allocated when it opens (0: Prometheus's 16384, which costs 3 MiB per tenant; see the README)")
+	fs.Var(&c.stripeSize, "tsdb.stripe-size", "stripes of each tenant's head, a power of 2: its locks and maps of series, allocated when it opens (0: Prometheus's 16384; see the README)")
 	fs.Var(&c.retentionSize, "tsdb.retention.size", "the most bytes of blocks to keep, oldest deleted first (0: no limit, as Prometheus); units B, KB, MB, GB, TB, PB, EB, powers of 2 as Prometheus's")
 }
 

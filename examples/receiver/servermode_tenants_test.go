@@ -190,3 +190,44 @@ func (p *receiverProcess) getJSON(t *testing.T, path string, v any) {
 		t.Fatal(err)
 	}
 }
+
+// TestServerModeSeriesBudget runs the receiver as a separate process with
+// -max-series-total 10: a captured 1.0 request of more series to tenant a
+// is answered 400 with 10 of its series written, and the refused ones
+// counted with reason="series_budget". Restarted over the same directory,
+// the receiver counts the heads' series into the budget (accountLoop,
+// every exemplarGrowthCheck), so that a new tenant's series are refused
+// and nothing is written for it.
+func TestServerModeSeriesBudget(t *testing.T) {
+	bin := buildReceiver(t)
+	dir := t.TempDir()
+	args := []string{"-listen", "127.0.0.1:0", "-data-dir", dir, "-max-series-total", "10"}
+	body, h := rwtest.Raw(t, rwtest.Files(t, 1)[0])
+
+	p := startReceiver(t, bin, nil, args...)
+	if code := postAs(t, p, ingest.DefaultTenantHeader, "a", body, h); code != http.StatusBadRequest {
+		t.Fatalf("POST as a = %d, want 400", code)
+	}
+	var c tenantsCountResponse
+	p.getJSON(t, "/api/v1/series_count", &c)
+	if n := c.Tenants["a"].HeadSeries; n != 10 {
+		t.Errorf("tenant a holds %d series, want 10", n)
+	}
+	if n := p.metric(t, `ingestkit_receiver_discarded_series_total{reason="series_budget",tenant="a"}`); n == 0 {
+		t.Error("no series counted as refused by the budget")
+	}
+	p.stop(t)
+
+	p = startReceiver(t, bin, nil, args...)
+	p.waitTenants(t, 2)
+	time.Sleep(3 * exemplarGrowthCheck) // accountLoop sets the budget from the heads
+	if code := postAs(t, p, ingest.DefaultTenantHeader, "b", body, h); code != http.StatusBadRequest {
+		t.Errorf("POST as b after a restart = %d, want 400", code)
+	}
+	c = tenantsCountResponse{}
+	p.getJSON(t, "/api/v1/series_count", &c)
+	p.stop(t)
+	if n := c.Tenants["b"].HeadSeries; n != 0 {
+		t.Errorf("after a restart, new tenant b holds %d series, want 0: the budget is spent", n)
+	}
+}

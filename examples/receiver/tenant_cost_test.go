@@ -91,8 +91,8 @@ const maxTenantCost = 1 << 20
 
 // TestTenantCost opens 1,000 tenants with the receiver's default flags,
 // each sent one series, and requires each to cost at most maxTenantCost of
-// heap in use; with Prometheus's TSDB defaults a tenant cost some 10 MiB
-// (BenchmarkTenantCost).
+// heap in use. BenchmarkTenantCost compares it with Prometheus's TSDB
+// defaults.
 func TestTenantCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens 1,000 TSDBs")

@@ -23,7 +23,10 @@ import (
 // exemplars written since it last grew reach half of it: a tenant holds
 // what it uses. The buffer drops its oldest exemplars when full, as at its
 // full size; while it is smaller it drops them sooner, which the early
-// growth makes rare.
+// growth makes rare. A tenant's exemplars.Ring (-exemplar-store ring)
+// grows the same way, by exemplars.Ring.Resize, which adds slots without
+// moving the exemplars held; being in memory only, it starts small again
+// at every open.
 
 // initialExemplars is the size of a tenant's exemplar storage at its first
 // open.
@@ -53,7 +56,8 @@ func openExemplars(dir string, max int64) int64 {
 // growExemplars grows the exemplar storage of every open tenant that has
 // written half its size since it last grew.
 func (tt *tenants) growExemplars() error {
-	if !tt.opts.GrowExemplars || tt.opts.MaxExemplars <= 0 {
+	limit := tt.exemplarLimit()
+	if !tt.opts.GrowExemplars || limit <= 0 {
 		return nil
 	}
 	var open []*tenant
@@ -62,7 +66,7 @@ func (tt *tenants) growExemplars() error {
 	for _, tn := range tt.m {
 		if tn.closing == nil && tn.isOpen() {
 			total += tn.exSize
-			if tn.exSize < tt.opts.MaxExemplars {
+			if tn.exSize < limit {
 				open = append(open, tn)
 			}
 		}
@@ -90,7 +94,7 @@ func (tt *tenants) growTenantExemplars(tn *tenant, total int64) (int64, error) {
 	if written-tn.exAt < tn.exSize/2 {
 		return 0, nil
 	}
-	size := min(2*tn.exSize, tt.opts.MaxExemplars)
+	size := min(2*tn.exSize, tt.exemplarLimit())
 	if limit := tt.opts.MaxExemplarsTotal; limit > 0 {
 		size = min(size, tn.exSize+max(0, limit-total))
 	}
@@ -107,6 +111,13 @@ func (tt *tenants) growTenantExemplars(tn *tenant, total int64) (int64, error) {
 	tt.mu.RUnlock()
 	defer tt.release(tn)
 
+	if tn.exRing != nil {
+		tn.exRing.Resize(size)
+		tt.logger.Info("tenant exemplar ring grown", "tenant", tn.id, "from", tn.exSize, "to", size)
+		grown := size - tn.exSize
+		tn.exSize, tn.exAt = size, written
+		return grown, nil
+	}
 	cfg := &promconfig.Config{StorageConfig: promconfig.StorageConfig{
 		// ApplyConfig sets the out-of-order window too: the same.
 		TSDBConfig:      &promconfig.TSDBConfig{OutOfOrderTimeWindow: time.Duration(tt.opts.TSDB.outOfOrderWindow).Milliseconds()},
@@ -123,6 +134,15 @@ func (tt *tenants) growTenantExemplars(tn *tenant, total int64) (int64, error) {
 		return grown, fmt.Errorf("tenant %q: %w", tn.id, err)
 	}
 	return grown, nil
+}
+
+// exemplarLimit is the size up to which a tenant's exemplar storage grows:
+// that of its ring if it has one, else of its TSDB's.
+func (tt *tenants) exemplarLimit() int64 {
+	if tt.opts.RingExemplars > 0 {
+		return tt.opts.RingExemplars
+	}
+	return tt.opts.MaxExemplars
 }
 
 // accountLoop, every exemplarGrowthCheck until ctx is done, grows the

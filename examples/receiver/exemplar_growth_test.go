@@ -46,67 +46,103 @@ func countExemplars(t *testing.T, db *tsdb.DB) int {
 	return n
 }
 
-// TestTenantExemplarsGrow checks the growth of a tenant's TSDB exemplar
-// storage: it opens at initialExemplars, keeps what it is sent up to that,
-// doubles once half of it was written, keeps growing as exemplars arrive up
-// to MaxExemplars and no further, and a tenant closed and opened again
-// replays its exemplars into storage of the size it grew to. A tenant that
-// writes no exemplar keeps its small storage.
+// heldExemplars is the number of exemplars tenant id holds, in its ring
+// if it has one, else in its TSDB.
+func heldExemplars(t *testing.T, tt *tenants, id string) int {
+	t.Helper()
+	tt.mu.RLock()
+	tn := tt.m[id]
+	tt.mu.RUnlock()
+	if tn.exRing == nil {
+		return countExemplars(t, tn.db)
+	}
+	res, err := tn.exRing.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range res {
+		n += len(r.Exemplars)
+	}
+	return n
+}
+
+// TestTenantExemplarsGrow checks the growth of a tenant's exemplar
+// storage, the TSDB's and an exemplars.Ring: it opens at
+// initialExemplars, keeps what it is sent up to that, doubles once half of
+// it was written, keeps growing as exemplars arrive up to the limit and no
+// further. A tenant closed and opened again replays its exemplars into TSDB
+// storage of the size it grew to; its ring, in memory only, starts small
+// and empty again. A tenant that writes no exemplar keeps its small
+// storage.
 func TestTenantExemplarsGrow(t *testing.T) {
 	const max = 4 * initialExemplars
-	dir := t.TempDir()
-	tt := newTestTenants(t, tenantOptions{Dir: dir, MaxExemplars: max, GrowExemplars: true})
-	ts := time.Now().Add(-time.Minute).UnixMilli()
-	mustSend(t, tt, "quiet", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
+	for _, store := range []string{"tsdb", "ring"} {
+		t.Run("store="+store, func(t *testing.T) {
+			dir := t.TempDir()
+			opts := tenantOptions{Dir: dir, MaxExemplars: max, GrowExemplars: true}
+			if store == "ring" {
+				opts.MaxExemplars, opts.RingExemplars = -1, max
+			}
+			tt := newTestTenants(t, opts)
+			ts := time.Now().Add(-time.Minute).UnixMilli()
+			mustSend(t, tt, "quiet", seriesOf(t, ts, 1, "x"), http.StatusNoContent)
 
-	sent := 0
-	send := func(n int) {
-		t.Helper()
-		mustSend(t, tt, "busy", exemplarsStep(t, ts+int64(sent), sent, n), http.StatusNoContent)
-		sent += n
-		if err := tt.growExemplars(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	size := func(id string) int64 {
-		tt.mu.RLock()
-		defer tt.mu.RUnlock()
-		return tt.m[id].exSize
-	}
-	send(initialExemplars/2 - 1)
-	if got := size("busy"); got != initialExemplars {
-		t.Fatalf("after %d exemplars the storage holds %d, want %d", sent, got, initialExemplars)
-	}
-	send(1)
-	if got := size("busy"); got != 2*initialExemplars {
-		t.Fatalf("after %d exemplars the storage holds %d, want %d", sent, got, 2*initialExemplars)
-	}
-	for range 4 {
-		send(initialExemplars)
-	}
-	if got := size("busy"); got != max {
-		t.Fatalf("after %d exemplars the storage holds %d, want the limit %d", sent, got, max)
-	}
-	db := tt.tenantDB("busy")
-	if got := countExemplars(t, db); got != min(sent, max) {
-		t.Errorf("the TSDB holds %d exemplars of %d sent, want %d", got, sent, min(sent, max))
-	}
-	if got := size("quiet"); got != initialExemplars {
-		t.Errorf("a tenant without exemplars has storage of %d, want %d", got, initialExemplars)
-	}
+			sent := 0
+			send := func(n int) {
+				t.Helper()
+				mustSend(t, tt, "busy", exemplarsStep(t, ts+int64(sent), sent, n), http.StatusNoContent)
+				sent += n
+				if err := tt.growExemplars(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			size := func(id string) int64 {
+				tt.mu.RLock()
+				defer tt.mu.RUnlock()
+				return tt.m[id].exSize
+			}
+			send(initialExemplars/2 - 1)
+			if got := size("busy"); got != initialExemplars {
+				t.Fatalf("after %d exemplars the storage holds %d, want %d", sent, got, initialExemplars)
+			}
+			send(1)
+			if got := size("busy"); got != 2*initialExemplars {
+				t.Fatalf("after %d exemplars the storage holds %d, want %d", sent, got, 2*initialExemplars)
+			}
+			for range 4 {
+				send(initialExemplars)
+			}
+			if got := size("busy"); got != max {
+				t.Fatalf("after %d exemplars the storage holds %d, want the limit %d", sent, got, max)
+			}
+			if got := heldExemplars(t, tt, "busy"); got != min(sent, max) {
+				t.Errorf("the storage holds %d exemplars of %d sent, want %d", got, sent, min(sent, max))
+			}
+			if got := size("quiet"); got != initialExemplars {
+				t.Errorf("a tenant without exemplars has storage of %d, want %d", got, initialExemplars)
+			}
 
-	if n, err := tt.closeIdle(time.Now().Add(time.Hour)); err != nil || n != 2 {
-		t.Fatalf("closeIdle = %d, %v; want both tenants closed", n, err)
-	}
-	if b, err := os.ReadFile(filepath.Join(dir, "busy", exemplarSizeFile)); err != nil || string(b) != fmt.Sprintln(max) {
-		t.Fatalf("%s holds %q, %v; want %d", exemplarSizeFile, b, err, max)
-	}
-	mustSend(t, tt, "busy", seriesOf(t, ts+int64(2*sent), 1, "x"), http.StatusNoContent)
-	if got := size("busy"); got != max {
-		t.Errorf("reopened, the storage holds %d, want the size it grew to, %d", got, max)
-	}
-	if got := countExemplars(t, tt.tenantDB("busy")); got != min(sent, max) {
-		t.Errorf("reopened, the TSDB holds %d exemplars, want the %d it held", got, min(sent, max))
+			if n, err := tt.closeIdle(time.Now().Add(time.Hour)); err != nil || n != 2 {
+				t.Fatalf("closeIdle = %d, %v; want both tenants closed", n, err)
+			}
+			wantSize, wantHeld := int64(max), min(sent, max)
+			if store == "ring" {
+				wantSize, wantHeld = initialExemplars, 0
+				if _, err := os.Stat(filepath.Join(dir, "busy", exemplarSizeFile)); err == nil {
+					t.Errorf("a ring's size was written to %s", exemplarSizeFile)
+				}
+			} else if b, err := os.ReadFile(filepath.Join(dir, "busy", exemplarSizeFile)); err != nil || string(b) != fmt.Sprintln(max) {
+				t.Fatalf("%s holds %q, %v; want %d", exemplarSizeFile, b, err, max)
+			}
+			mustSend(t, tt, "busy", seriesOf(t, ts+int64(2*sent), 1, "x"), http.StatusNoContent)
+			if got := size("busy"); got != wantSize {
+				t.Errorf("reopened, the storage holds %d, want %d", got, wantSize)
+			}
+			if got := heldExemplars(t, tt, "busy"); got != wantHeld {
+				t.Errorf("reopened, the storage holds %d exemplars, want %d", got, wantHeld)
+			}
+		})
 	}
 }
 

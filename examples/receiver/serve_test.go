@@ -84,7 +84,7 @@ func TestServe(t *testing.T) {
 	}{
 		// The TSDB's storage opens small and grows (exemplar_growth.go).
 		{"tsdb", []string{fmt.Sprintf(`prometheus_tsdb_exemplar_max_exemplars{tenant="default-tenant"} %d`, initialExemplars)}},
-		{"ring", []string{`prometheus_tsdb_exemplar_max_exemplars{tenant="default-tenant"} 0`, ringMetricsPrefix + `max_exemplars{tenant="default-tenant"} 100000`}},
+		{"ring", []string{`prometheus_tsdb_exemplar_max_exemplars{tenant="default-tenant"} 0`, ringMetricsPrefix + `max_exemplars{tenant="default-tenant"} ` + fmt.Sprint(initialExemplars)}},
 	} {
 		t.Run("exemplar-store="+c.store, func(t *testing.T) {
 			check := emptyTempDir(t)

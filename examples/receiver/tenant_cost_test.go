@@ -29,14 +29,15 @@ func heapInUse() uint64 {
 // mode with its default flags (impl=ingestkit), or with Prometheus's TSDB
 // defaults instead (impl=prometheus): 16,384 head stripes and the exemplar
 // storage allocated in full when a tenant opens. Both have the metrics
-// registry of server mode. The budgets of all tenants are off.
-func costOptions(tb testing.TB, impl, dir string) tenantOptions {
+// registry of server mode. The budgets of all tenants are off; args are
+// further flags.
+func costOptions(tb testing.TB, impl, dir string, args ...string) tenantOptions {
 	tb.Helper()
 	var c config
 	fs := flag.NewFlagSet("receiver", flag.ContinueOnError)
 	registerFlags(fs, &c)
 	// No budget of tenants or series: this measures what each costs.
-	if err := fs.Parse([]string{"-max-tenants", "0", "-max-series-total", "0"}); err != nil {
+	if err := fs.Parse(append([]string{"-max-tenants", "0", "-max-series-total", "0"}, args...)); err != nil {
 		tb.Fatal(err)
 	}
 	opts, err := tenantOptionsOf(c, nil)
@@ -91,16 +92,21 @@ const maxTenantCost = 1 << 20
 
 // TestTenantCost opens 1,000 tenants with the receiver's default flags,
 // each sent one series, and requires each to cost at most maxTenantCost of
-// heap in use. BenchmarkTenantCost compares it with Prometheus's TSDB
-// defaults.
+// heap in use; and 200 more with -exemplar-store ring. BenchmarkTenantCost
+// compares it with Prometheus's TSDB defaults.
 func TestTenantCost(t *testing.T) {
 	if testing.Short() {
-		t.Skip("opens 1,000 TSDBs")
+		t.Skip("opens 1,200 TSDBs")
 	}
-	per := tenantCost(t, costOptions(t, "ingestkit", t.TempDir()), 1000, 1)
-	t.Logf("heap in use per tenant of one series: %.0f bytes", per)
-	if per > maxTenantCost {
-		t.Errorf("a tenant of one series costs %.0f bytes of heap in use, more than %d", per, maxTenantCost)
+	for _, c := range []struct {
+		store   string
+		tenants int
+	}{{"tsdb", 1000}, {"ring", 200}} {
+		per := tenantCost(t, costOptions(t, "ingestkit", t.TempDir(), "-exemplar-store", c.store), c.tenants, 1)
+		t.Logf("-exemplar-store %s: heap in use per tenant of one series: %.0f bytes", c.store, per)
+		if per > maxTenantCost {
+			t.Errorf("-exemplar-store %s: a tenant of one series costs %.0f bytes of heap in use, more than %d", c.store, per, maxTenantCost)
+		}
 	}
 }
 

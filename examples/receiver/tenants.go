@@ -58,13 +58,14 @@ type tenantOptions struct {
 	// off).
 	MaxExemplars int64
 	// MaxExemplarsTotal, if positive, bounds the slots of the tenants'
-	// TSDB exemplar storages together: growExemplars grows one only while
-	// the open tenants hold fewer.
+	// exemplar storages (TSDB or ring) together: growExemplars grows one
+	// only while the open tenants hold fewer.
 	MaxExemplarsTotal int64
-	// GrowExemplars opens each tenant's TSDB exemplar storage small and
-	// grows it up to MaxExemplars as exemplars arrive, when
-	// exemplarGrowthLoop runs (exemplar_growth.go); otherwise it is
-	// MaxExemplars from the start, as in Prometheus.
+	// GrowExemplars opens each tenant's exemplar storage (the TSDB's, or
+	// with RingExemplars its ring) small and grows it up to MaxExemplars
+	// (RingExemplars) as exemplars arrive, when accountLoop runs
+	// (exemplar_growth.go); otherwise it is MaxExemplars (RingExemplars)
+	// from the start, as in Prometheus.
 	GrowExemplars bool
 	// MetadataWAL turns on each tenant TSDB's metadata WAL records (the
 	// storage half of Prometheus's metadata-wal-records feature).
@@ -73,7 +74,9 @@ type tenantOptions struct {
 	// out-of-order window); the zero value means Prometheus's defaults.
 	TSDB tsdbConfig
 	// RingExemplars, if positive, gives each tenant an exemplars.Ring of
-	// that size, in memory only: a tenant closed when idle loses it.
+	// that size (with GrowExemplars, of up to that size), in memory only:
+	// a tenant closed when idle loses it. It excludes MaxExemplars: a
+	// tenant's exemplars go to one store.
 	RingExemplars int64
 	// Registerer, if not nil, takes each tenant TSDB's metrics and its
 	// exemplar ring's, labelled tenant="<id>", and loses them when the
@@ -81,8 +84,7 @@ type tenantOptions struct {
 	Registerer prometheus.Registerer
 	// MaxTenants, if positive, bounds the open tenants: a new tenant's
 	// request beyond it is refused (errTooManyTenants), since every
-	// tenant costs a TSDB, its directory, and with RingExemplars a ring
-	// allocated in full.
+	// tenant costs a TSDB, its directory, and its exemplar storage.
 	MaxTenants int
 	// Allowed, if not nil, names the tenants allowed to write: another
 	// tenant's request is refused (errNotAllowed, a 403) before its TSDB
@@ -142,7 +144,8 @@ type tenant struct {
 	reg   *tenantRegisterer
 	// exRing is the tenant's exemplar ring, with tenantOptions.RingExemplars.
 	exRing *exemplars.Ring
-	// exSize is the size of the TSDB's exemplar storage, and exAt the
+	// exSize is the size of the exemplar storage (exRing, else the
+	// TSDB's), and exAt the
 	// exemplars its write handler had written when it last grew
 	// (exemplar_growth.go): set by open, then only by growExemplars.
 	exSize, exAt int64
@@ -167,6 +170,9 @@ func newTenants(opts tenantOptions) (*tenants, error) {
 	}
 	if err := ingest.ValidTenantID(opts.Default); err != nil {
 		return nil, fmt.Errorf("default tenant: %w", err)
+	}
+	if opts.RingExemplars > 0 && opts.MaxExemplars > 0 {
+		panic("receiver: tenants with exemplars in both a ring and the TSDB")
 	}
 	if err := os.MkdirAll(opts.Dir, 0o777); err != nil {
 		return nil, err
@@ -441,7 +447,12 @@ func (tt *tenants) open(tn *tenant) (err error) {
 	}
 	tn.db = db
 	if tt.opts.RingExemplars > 0 {
-		ring := exemplars.New(tt.opts.RingExemplars, exemplars.Options{})
+		// A ring is in memory only: it starts small at every open.
+		tn.exSize = tt.opts.RingExemplars
+		if tt.opts.GrowExemplars {
+			tn.exSize = min(initialExemplars, tt.opts.RingExemplars)
+		}
+		ring := exemplars.New(tn.exSize, exemplars.Options{})
 		if tn.reg != nil {
 			// The head registers Prometheus's exemplar metrics, for its
 			// own storage, even when it is off: the ring's take another

@@ -34,7 +34,7 @@ func testDifferentialTenants(t *testing.T, store string) {
 		t.Run(ca.Name+"+"+cb.Name, func(t *testing.T) {
 			opts := tenantOptions{Default: "a", MaxExemplars: 100_000}
 			if store == "ring" {
-				opts.MaxExemplars, opts.RingExemplars = 0, 100_000
+				opts.MaxExemplars, opts.RingExemplars = -1, 100_000
 			}
 			tt := newTestTenants(t, opts)
 			byTenant := []struct {

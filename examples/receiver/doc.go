@@ -74,7 +74,9 @@
 // name the tenants served; another tenant's request is answered 403 before
 // anything is opened or created for it (allow.go). Tenant IDs are not
 // authenticated: put an authenticating proxy in front, as Thanos and Mimir
-// advise. What the tenants hold together is bounded: -max-series-total
+// advise, and name with -tenant-proxy-header and -tenant-proxy-networks
+// the header in which it states the tenant and the addresses it connects
+// from (proxy.go). What the tenants hold together is bounded: -max-series-total
 // series in their heads (an ingest.SeriesBudget, a 400 for new series
 // beyond it), -max-exemplars-total exemplar slots, and what one tenant
 // costs before its series, with -tsdb.stripe-size and exemplar storage that

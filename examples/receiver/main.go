@@ -72,6 +72,9 @@ type config struct {
 	maxSeriesTotal, maxExemplarsTotal int64
 	// The allowed tenants (allow.go): none set allows every tenant.
 	tenantsAllowed, tenantsAllowedFile, tenantsAllowedPattern string
+	// The authenticating proxy in front (proxy.go): none set trusts every
+	// client.
+	tenantProxyHeader, tenantProxyNetworks string
 
 	// Operations: the TSDB's settings and the capture (ops.go,
 	// capture.go).
@@ -356,7 +359,11 @@ func serve(ctx context.Context, out io.Writer, c config) (err error) {
 		return err
 	}
 	go tt.openAll(existing)
-	var h http.Handler = newRoutes(tt, newTenantCollectors(tt), func() any { return tt.seriesCounts() }, reg)
+	proxy, err := newTrustedProxy(c.tenantProxyHeader, c.tenantProxyNetworks, c.tenantHeader, logger)
+	if err != nil {
+		return err
+	}
+	var h http.Handler = newRoutes(proxy.wrap(tt), append(newTenantCollectors(tt), proxy.collectors()...), func() any { return tt.seriesCounts() }, reg)
 	if c.capture.dir != "" {
 		cp, err := newCapturer(c.capture.dir, c.capture.max, cmp.Or(topts.Receiver.MaxBodySize, decode.DefaultMaxBodySize), c.tenantHeader, logger)
 		if err != nil {
@@ -489,9 +496,11 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB, and with -exemplar-store ring a ring of -max-exemplars (0: no limit)")
 	fs.StringVar(&c.tenantsAllowed, "tenants-allowed", "", "comma-separated tenants allowed to write; with none of the -tenants-allowed* flags every tenant is, otherwise a request of a tenant none of them names is answered 403 before its TSDB is opened or its directory made")
 	fs.StringVar(&c.tenantsAllowedFile, "tenants-allowed-file", "", "file of tenants allowed to write, one a line (# comments), read again on SIGHUP and when it changes (checked every 10s); see -tenants-allowed")
+	fs.StringVar(&c.tenantProxyHeader, "tenant-proxy-header", "", "request header in which an authenticating proxy in front states the tenant it authenticated; when set, a write request without one valid tenant ID in it is answered 401, one whose -tenant-header names another tenant 403, and one that names none is the proxy's tenant's. Set -tenant-proxy-networks too, so that clients cannot set it themselves")
+	fs.StringVar(&c.tenantProxyNetworks, "tenant-proxy-networks", "", "comma-separated CIDR prefixes or addresses the authenticating proxy connects from; when set, a write request from any other address is answered 403")
 	fs.StringVar(&c.tenantsAllowedPattern, "tenants-allowed-pattern", "", "regular expression (RE2, matched against the whole tenant ID) of tenants allowed to write; see -tenants-allowed")
 	fs.Int64Var(&c.maxSeriesTotal, "max-series-total", defaultMaxSeriesTotal, "refuse, with a 400, the series new to their tenant's head while the heads of all tenants hold this many; the request's other series are written (0: no limit)")
-	fs.Int64Var(&c.maxExemplarsTotal, "max-exemplars-total", defaultMaxExemplarsTotal, "most slots of the TSDB exemplar storages of all tenants together: a tenant's storage grows towards -max-exemplars only while they hold fewer (0: no limit)")
+	fs.Int64Var(&c.maxExemplarsTotal, "max-exemplars-total", defaultMaxExemplarsTotal, "most slots of the exemplar storages (TSDB or ring) of all tenants together: a tenant's storage grows towards -max-exemplars only while they hold fewer (0: no limit)")
 	fs.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
 
 	// Operations: the TSDB's settings and the capture of requests for a

@@ -231,3 +231,35 @@ func TestServerModeSeriesBudget(t *testing.T) {
 		t.Errorf("after a restart, new tenant b holds %d series, want 0: the budget is spent", n)
 	}
 }
+
+// TestServerModeTrustedProxy runs the receiver as a separate process with
+// -tenant-proxy-header and -tenant-proxy-networks: a request from the
+// proxy's network that states team-a lands in team-a, one without the
+// proxy's header is answered 401, and with the networks set to another
+// address every request is answered 403, and no tenant directory is made
+// for any refused one.
+func TestServerModeTrustedProxy(t *testing.T) {
+	bin := buildReceiver(t)
+	body, h := rwtest.Raw(t, rwtest.Files(t, 1)[0])
+	dir := t.TempDir()
+	p := startReceiver(t, bin, nil, "-listen", "127.0.0.1:0", "-data-dir", dir, "-tenant-proxy-header", "X-Auth-Tenant", "-tenant-proxy-networks", "127.0.0.0/8")
+	if code := postAs(t, p, "X-Auth-Tenant", "team-a", body, h); code != http.StatusNoContent {
+		t.Errorf("POST stating team-a = %d, want 204", code)
+	}
+	if code := postAs(t, p, ingest.DefaultTenantHeader, "team-b", body, h); code != http.StatusUnauthorized {
+		t.Errorf("POST without the proxy's header = %d, want 401", code)
+	}
+	if n := p.metric(t, metricsPrefix+`proxy_refused_requests_total{reason="missing"}`); n != 1 {
+		t.Errorf("refused{reason=missing} = %v, want 1", n)
+	}
+	p.stop(t)
+	if names, want := dirNames(t, dir), []string{ingest.DefaultTenant, "team-a"}; !slices.Equal(names, want) {
+		t.Errorf("-data-dir holds %q, want %q", names, want)
+	}
+
+	p = startReceiver(t, bin, nil, "-listen", "127.0.0.1:0", "-data-dir", t.TempDir(), "-tenant-proxy-networks", "192.0.2.1")
+	if code := postAs(t, p, ingest.DefaultTenantHeader, "team-a", body, h); code != http.StatusForbidden {
+		t.Errorf("POST from outside -tenant-proxy-networks = %d, want 403", code)
+	}
+	p.stop(t)
+}

@@ -113,3 +113,55 @@ func countSamples(t *testing.T, db *tsdb.DB, name string) int {
 	}
 	return n
 }
+
+// TestSeriesBytesBudget bounds the label bytes of the series new to two
+// TSDBs at 100 with room for 1,000 series: of ten new series of 11 bytes
+// of labels each ({__name__="s_N"}), nine are written and the tenth
+// refused with a 400 that names the budget; a known series is still
+// written; when the owner reports fewer bytes held, a new series is
+// written again, into the other TSDB, and one whose labels alone pass the
+// limit never is.
+func TestSeriesBytesBudget(t *testing.T) {
+	ts := time.Now().Add(-time.Minute).UnixMilli()
+	budget := ingest.NewSeriesBytesBudget(1000, 100)
+	dbA, dbB := openRefusedDB(t, nil), openRefusedDB(t, nil)
+	hA := ingest.NewWriteHandlerV2(nil, dbA, ingest.Options{SeriesBudget: budget})
+	hB := ingest.NewWriteHandlerV2(nil, dbB, ingest.Options{SeriesBudget: budget})
+	post := func(h http.Handler, v2 bool, ts int64, names ...string) (int, string) {
+		t.Helper()
+		body, ct := refusedBody(t, v2, ts, false, names...)
+		w := postRefused(h, body, ct)
+		return w.Code, w.Body.String()
+	}
+	var names []string
+	for i := range 10 {
+		names = append(names, fmt.Sprintf("s_%d", i))
+	}
+	if n := ingest.LabelBytes(labels.FromStrings("__name__", "s_0")); n != 11 {
+		t.Fatalf("LabelBytes = %d, want 11", n)
+	}
+	code, body := post(hA, true, ts, names...)
+	if code != http.StatusBadRequest || strings.Count(body, "series budget") != 1 || !strings.Contains(body, "s_9") || !strings.Contains(body, "100 bytes of labels") {
+		t.Fatalf("ten series of 11 bytes with 100 left: %d %q, want 400 refusing s_9 for the budget's bytes", code, body)
+	}
+	if n := dbA.Head().NumSeries(); n != 9 {
+		t.Errorf("the TSDB holds %d series, want 9", n)
+	}
+	if held, bytes := budget.Held(), budget.HeldLabelBytes(); held != 9 || bytes != 99 {
+		t.Errorf("held %d series of %d bytes, want 9 of 99", held, bytes)
+	}
+	ts += 1000
+	if code, body := post(hA, false, ts, "s_0", "s_1"); code != http.StatusNoContent {
+		t.Errorf("known series with the budget spent: %d %q, want 204", code, body)
+	}
+	budget.SetHeldLabelBytes(0)
+	if code, body := post(hB, false, ts, "s_9"); code != http.StatusNoContent {
+		t.Errorf("a new series after the owner reported none held: %d %q, want 204", code, body)
+	}
+	if code, _ := post(hB, false, ts, strings.Repeat("x", 100)); code != http.StatusBadRequest {
+		t.Errorf("a series of 108 bytes of labels in a budget of 100: %d, want 400", code)
+	}
+	if st := hB.Stats(); st.BudgetSeries != 1 {
+		t.Errorf("second handler's stats: %d series refused by the budget, want 1", st.BudgetSeries)
+	}
+}

@@ -83,9 +83,7 @@ const maxErrorValue = 256
 // label value would otherwise be quoted, copied and sent back once for
 // every sample of the series that is rejected.
 func seriesString(ls labels.Labels) string {
-	size := 0 // ByteSize differs between labels builds
-	ls.Range(func(l labels.Label) { size += len(l.Name) + len(l.Value) })
-	if size <= 4*maxErrorValue {
+	if LabelBytes(ls) <= 4*maxErrorValue { // ByteSize differs between labels builds
 		return ls.String()
 	}
 	b := labels.NewScratchBuilder(ls.Len())

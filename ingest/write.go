@@ -143,7 +143,7 @@ type requestCounts struct {
 	series, invalid                     int
 	refused, refusedSamples             int // by Options.MaxSeries
 	budgetRefused, budgetRefusedSamples int // by Options.SeriesBudget
-	budgetNew                           int // new series admitted by Options.SeriesBudget
+	budgetNew, budgetNewBytes           int // new series admitted by Options.SeriesBudget, and their label bytes
 }
 
 // write decodes and appends one uncompressed request. It returns what was
@@ -245,7 +245,7 @@ func (wk *worker) write(ctx context.Context, body []byte, msg remoteapi.WriteMes
 	st.refusedSeries.Add(int64(c.refused))
 	st.refusedSamples.Add(int64(c.refusedSamples))
 	if h.budget != nil {
-		h.budget.held.Add(int64(c.budgetNew))
+		h.budget.add(c.budgetNew, c.budgetNewBytes)
 		st.budgetSeries.Add(int64(c.budgetRefused))
 		st.budgetSamples.Add(int64(c.budgetRefusedSamples))
 	}
@@ -355,9 +355,13 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 			}
 			if h.budget != nil && hd.Ref() == 0 && len(samples)+len(hists) > 0 {
 				// A series the storage does not hold yet.
-				if !h.budget.admits(c.budgetNew) {
+				size := 0
+				if h.budget.bytesLimit > 0 {
+					size = LabelBytes(hd.Labels())
+				}
+				if !h.budget.admits(c.budgetNew, c.budgetNewBytes, size) {
 					refuse(func() error {
-						return fmt.Errorf("%w: the storages hold the limit of %d series, series %v refused", ErrSeriesBudget, h.budget.Limit(), seriesString(hd.Labels()))
+						return fmt.Errorf("%w: the storages hold the limit of %d series or %d bytes of labels, series %v refused", ErrSeriesBudget, h.budget.Limit(), h.budget.LabelBytesLimit(), seriesString(hd.Labels()))
 					})
 					r.invalid = 0
 					c.budgetRefused++
@@ -366,6 +370,7 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 					break
 				}
 				c.budgetNew++
+				c.budgetNewBytes += size
 			}
 		}
 		r.preAfter = len(wk.preErrs)

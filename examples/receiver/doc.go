@@ -77,8 +77,9 @@
 // advise, and name with -tenant-proxy-header and -tenant-proxy-networks
 // the header in which it states the tenant and the addresses it connects
 // from (proxy.go). What the tenants hold together is bounded: -max-series-total
-// series in their heads (an ingest.SeriesBudget, a 400 for new series
-// beyond it), -max-exemplars-total exemplar slots, and what one tenant
+// series in their heads and -max-label-bytes-total bytes of their labels
+// (an ingest.SeriesBudget, a 400 for new series beyond it),
+// -max-exemplars-total exemplar slots, and what one tenant
 // costs before its series, with -tsdb.stripe-size and exemplar storage that
 // grows as exemplars arrive (exemplar_growth.go; TestTenantCost). A start
 // never fails for what -data-dir holds: the default tenant opens before

@@ -12,6 +12,11 @@ import (
 	"time"
 
 	promconfig "github.com/prometheus/prometheus/config"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb/index"
+
+	"github.com/ingestkit/ingestkit/ingest"
 )
 
 // A tenant's TSDB exemplar storage is a circular buffer that Prometheus
@@ -157,21 +162,73 @@ func accountLoop(ctx context.Context, tt *tenants, logger interface{ Error(strin
 	})
 }
 
-// countHeld sets the series budget's count, if any, to the series the
-// heads of the open tenants hold. A closed tenant's series are on disk
-// only, and come back into the count when it opens again.
+// countHeld sets the series budget's counts, if it has one, to the series
+// the heads of the open tenants hold and, if it bounds them, their label
+// bytes. A closed tenant's series are on disk only, and come back into the
+// count when it opens again.
 func (tt *tenants) countHeld() {
 	b := tt.opts.Receiver.SeriesBudget
 	if b == nil {
 		return
 	}
-	var n int64
-	tt.mu.RLock()
-	for _, tn := range tt.m {
-		if tn.isOpen() {
-			n += int64(tn.db.Head().NumSeries())
+	var n, bytes int64
+	tt.each(func(tn *tenant) {
+		n += int64(tn.db.Head().NumSeries())
+		if b.LabelBytesLimit() > 0 {
+			bytes += tn.headLabelBytes()
 		}
-	}
-	tt.mu.RUnlock()
+	})
 	b.SetHeld(n)
+	if b.LabelBytesLimit() > 0 {
+		b.SetHeldLabelBytes(bytes)
+	}
+}
+
+// labelCount is what headLabelBytes counted of a tenant's head: the label
+// bytes of its series up to ref, which it held when its min time was
+// minTime and it had series series.
+type labelCount struct {
+	counted bool
+	ref     storage.SeriesRef
+	bytes   int64
+	minTime int64
+	series  uint64
+}
+
+// headLabelBytes returns the label bytes (ingest.LabelBytes) of the series
+// tn's head holds. A head numbers its series in the order it creates them,
+// and drops them only when it is truncated, which moves its min time: it
+// counts the series created since its last count, or every series again
+// after a truncation, or when the head holds fewer series than then. It is
+// called by countHeld's goroutine only, with a reference to tn held.
+func (tn *tenant) headLabelBytes() int64 {
+	h := tn.db.Head()
+	c := &tn.labels
+	series, minTime := h.NumSeries(), h.MinTime()
+	if !c.counted || minTime != c.minTime || series < c.series {
+		*c = labelCount{counted: true, minTime: minTime}
+	}
+	c.series = series
+	ir, err := h.Index()
+	if err != nil {
+		return c.bytes
+	}
+	defer ir.Close()
+	name, value := index.AllPostingsKey()
+	p, err := ir.Postings(context.Background(), name, value)
+	if err != nil {
+		return c.bytes
+	}
+	var b labels.ScratchBuilder
+	for ok := p.Seek(c.ref + 1); ok; ok = p.Next() {
+		ref := p.At()
+		if err := ir.Series(ref, &b, nil); err != nil {
+			continue // dropped meanwhile
+		}
+		// After the head's Series, Labels returns the series' own labels
+		// in the default build, without a copy.
+		c.bytes += int64(ingest.LabelBytes(b.Labels()))
+		c.ref = ref
+	}
+	return c.bytes
 }

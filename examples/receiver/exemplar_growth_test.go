@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/tsdb"
 
+	"github.com/ingestkit/ingestkit/ingest"
 	"github.com/ingestkit/ingestkit/internal/difftest"
 )
 
@@ -165,5 +167,91 @@ func TestTenantExemplarsTotal(t *testing.T) {
 	tt.mu.RUnlock()
 	if want := int64(3 * initialExemplars / 2); got != want {
 		t.Errorf("busy tenant's storage %d, want %d: the total left room for %d more", got, want, initialExemplars/2)
+	}
+}
+
+// headBytes is the label bytes of the series db's head holds, summed from
+// a querier over it.
+func headBytes(t *testing.T, db *tsdb.DB) int64 {
+	t.Helper()
+	q, err := tsdb.NewBlockQuerier(tsdb.NewRangeHead(db.Head(), math.MinInt64, math.MaxInt64), math.MinInt64, math.MaxInt64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ss := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+"))
+	var n int64
+	for ss.Next() {
+		n += int64(ingest.LabelBytes(ss.At().Labels()))
+	}
+	if err := ss.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestCountHeldLabelBytes checks the label bytes countHeld reports to the
+// series budget against those of the series the tenants' heads hold: after
+// the first series, after more (counted from where it stopped), after a
+// head truncation dropped some, and after a tenant closed and opened
+// again, its head replayed from the WAL.
+func TestCountHeldLabelBytes(t *testing.T) {
+	budget := ingest.NewSeriesBytesBudget(math.MaxInt64, 1<<30)
+	tt := newTestTenants(t, tenantOptions{Receiver: ingest.Options{SeriesBudget: budget}})
+	ts := time.Now().Add(-2 * time.Hour).UnixMilli()
+	check := func(when string) {
+		t.Helper()
+		tt.countHeld()
+		var want int64
+		for _, id := range tt.openTenants() {
+			want += headBytes(t, tt.tenantDB(id))
+		}
+		if got := budget.HeldLabelBytes(); got != want || want == 0 {
+			t.Errorf("%s: %d label bytes counted, the heads hold %d", when, got, want)
+		}
+	}
+	mustSend(t, tt, "a", seriesOf(t, ts, 1, "old_1", "old_22", "old_333"), http.StatusNoContent)
+	mustSend(t, tt, "b", seriesOf(t, ts, 1, "b_1"), http.StatusNoContent)
+	check("first series")
+	mustSend(t, tt, "a", seriesOf(t, ts+time.Hour.Milliseconds(), 1, "new_4444", "new_55555"), http.StatusNoContent)
+	check("more series")
+
+	db := tt.tenantDB("a")
+	if err := db.Head().Truncate(ts + time.Hour.Milliseconds()/2); err != nil {
+		t.Fatal(err)
+	}
+	if n := db.Head().NumSeries(); n != 2 {
+		t.Fatalf("the truncated head holds %d series, want the 2 new ones", n)
+	}
+	check("truncated")
+
+	if n, err := tt.closeIdle(time.Now().Add(time.Hour)); err != nil || n != 2 {
+		t.Fatalf("closeIdle = %d, %v; want both tenants closed", n, err)
+	}
+	mustSend(t, tt, "a", seriesOf(t, ts+time.Hour.Milliseconds()+1, 2, "new_4444"), http.StatusNoContent)
+	check("reopened")
+}
+
+// TestMaxLabelBytesTotalFlag runs tenants with the options of
+// -max-label-bytes-total 100 and no series limit: a request of ten series
+// of 25 bytes of labels each ({__name__="s_N", job="tenants"}) writes four
+// and is answered 400 for the rest.
+func TestMaxLabelBytesTotalFlag(t *testing.T) {
+	opts := costOptions(t, "ingestkit", t.TempDir(), "-max-label-bytes-total", "100")
+	tt, err := newTenants(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tt.close() })
+	var names []string
+	for i := range 10 {
+		names = append(names, fmt.Sprint("s_", i))
+	}
+	rec := mustSend(t, tt, "a", seriesOf(t, time.Now().UnixMilli(), 1, names...), http.StatusBadRequest)
+	if !strings.Contains(rec.Body.String(), "100 bytes of labels") {
+		t.Errorf("body %q does not name the limit", rec.Body)
+	}
+	if n := tt.tenantDB("a").Head().NumSeries(); n != 4 {
+		t.Errorf("the head holds %d series, want 4", n)
 	}
 }

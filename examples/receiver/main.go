@@ -69,7 +69,7 @@ type config struct {
 	maxSeriesPerTenant int
 	maxTenants         int
 	// The budgets of all tenants together (budget.go).
-	maxSeriesTotal, maxExemplarsTotal int64
+	maxSeriesTotal, maxLabelBytesTotal, maxExemplarsTotal int64
 	// The allowed tenants (allow.go): none set allows every tenant.
 	tenantsAllowed, tenantsAllowedFile, tenantsAllowedPattern string
 	// The authenticating proxy in front (proxy.go): none set trusts every
@@ -457,10 +457,16 @@ const (
 // sized from what BenchmarkTenantCost's case=100x10000 reports for
 // 10,000 typical series to take about an eighth of it, and
 // -max-exemplars-total is what 20 tenants at the default -max-exemplars
-// hold.
+// hold. -max-series-total counts series, whatever their labels:
+// -max-label-bytes-total bounds their labels, which the head keeps once
+// and its postings index refers to, so that the largest series the
+// per-series label limits allow cannot take the process past its memory
+// either: a half of the 4 GiB for the labels and what the head builds on
+// them.
 const (
-	defaultMaxSeriesTotal    = 500_000
-	defaultMaxExemplarsTotal = 2_000_000
+	defaultMaxSeriesTotal     = 500_000
+	defaultMaxLabelBytesTotal = 512 << 20
+	defaultMaxExemplarsTotal  = 2_000_000
 )
 
 // registerFlags registers the command line into fs, with c to hold it.
@@ -500,6 +506,7 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.tenantProxyNetworks, "tenant-proxy-networks", "", "comma-separated CIDR prefixes or addresses the authenticating proxy connects from; when set, a write request from any other address is answered 403")
 	fs.StringVar(&c.tenantsAllowedPattern, "tenants-allowed-pattern", "", "regular expression (RE2, matched against the whole tenant ID) of tenants allowed to write; see -tenants-allowed")
 	fs.Int64Var(&c.maxSeriesTotal, "max-series-total", defaultMaxSeriesTotal, "refuse, with a 400, the series new to their tenant's head while the heads of all tenants hold this many; the request's other series are written (0: no limit)")
+	fs.Int64Var(&c.maxLabelBytesTotal, "max-label-bytes-total", defaultMaxLabelBytesTotal, "refuse, with a 400, the series new to their tenant's head while the labels of the series of all tenants' heads take this many bytes (names and values); the request's other series are written (0: no limit)")
 	fs.Int64Var(&c.maxExemplarsTotal, "max-exemplars-total", defaultMaxExemplarsTotal, "most slots of the exemplar storages (TSDB or ring) of all tenants together: a tenant's storage grows towards -max-exemplars only while they hold fewer (0: no limit)")
 	fs.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -149,6 +150,8 @@ type tenant struct {
 	// exemplars its write handler had written when it last grew
 	// (exemplar_growth.go): set by open, then only by growExemplars.
 	exSize, exAt int64
+	// labels is what countHeld last counted of the head's label bytes.
+	labels labelCount
 
 	inflight atomic.Int64 // references held; taken under tenants.mu's read lock
 	lastUsed atomic.Int64 // Unix nanoseconds of the last release, or of the open
@@ -664,8 +667,12 @@ func tenantOptionsOf(c config, logger *slog.Logger) (tenantOptions, error) {
 	// process.
 	ro.BodyReader = newBodyReader(ro)
 	// One series budget for every tenant, which accountLoop keeps.
-	if c.maxSeriesTotal > 0 {
-		ro.SeriesBudget = ingest.NewSeriesBudget(c.maxSeriesTotal)
+	if c.maxSeriesTotal > 0 || c.maxLabelBytesTotal > 0 {
+		series := c.maxSeriesTotal
+		if series <= 0 {
+			series = math.MaxInt64
+		}
+		ro.SeriesBudget = ingest.NewSeriesBytesBudget(series, c.maxLabelBytesTotal)
 	}
 	allowed, err := newAllowlist(c.tenantsAllowed, c.tenantsAllowedFile, c.tenantsAllowedPattern)
 	if err != nil {

@@ -154,3 +154,27 @@ func TestTenantsAllowed(t *testing.T) {
 		t.Errorf("errNotAllowed does not wrap ingest.ErrTenantForbidden: %.200s", rec.Body)
 	}
 }
+
+// TestAllowlistWatchTicker changes the allowlist's file without a signal:
+// the watcher's periodic check reloads it.
+func TestAllowlistWatchTicker(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tenants")
+	writeAllowFile(t, file, "team-a")
+	a, err := newAllowlist("", file, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.watch(ctx, 10*time.Millisecond, nil, slog.New(slog.DiscardHandler)); close(done) }()
+	defer func() { cancel(); <-done }()
+	writeAllowFile(t, file, "team-b")
+	for deadline := time.Now().Add(10 * time.Second); !a.allowed("team-b"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the changed file was not reloaded within 10s")
+		}
+	}
+	if a.allowed("team-a") {
+		t.Error("team-a still allowed after the file dropped it")
+	}
+}

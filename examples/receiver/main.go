@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -68,6 +69,9 @@ type config struct {
 	tenantIdle         time.Duration
 	maxSeriesPerTenant int
 	maxTenants         int
+	// Prometheus's --auto-gomemlimit and --auto-gomemlimit.ratio.
+	autoGoMemLimit  bool
+	goMemLimitRatio float64
 	// The budgets of all tenants together (budget.go).
 	maxSeriesTotal, maxLabelBytesTotal, maxExemplarsTotal int64
 	// The allowed tenants (allow.go): none set allows every tenant.
@@ -140,7 +144,7 @@ func main() {
 			c.listen = "127.0.0.1:0"
 		}
 		err = runDemo(context.Background(), os.Stdout, c)
-	} else {
+	} else if err = setMemoryLimit(c, stderrLogger()); err == nil {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		err = serve(ctx, os.Stdout, c)
@@ -450,24 +454,46 @@ const (
 )
 
 // The receiver's budgets of all tenants together, which Prometheus has no
-// need of (one TSDB) and Thanos and Mimir leave to per-tenant limits: with
-// -max-tenants 1000 tenants of at most 1 MiB each before their series
-// (TestTenantCost) and -max-inflight-bytes of request bodies, they are
-// meant to keep the process within 4 GiB of memory: -max-series-total is
-// sized from what BenchmarkTenantCost's case=100x10000 reports for
-// 10,000 typical series to take about an eighth of it, and
-// -max-exemplars-total is what 20 tenants at the default -max-exemplars
-// hold. -max-series-total counts series, whatever their labels:
-// -max-label-bytes-total bounds their labels, which the head keeps once
-// and its postings index refers to, so that the largest series the
-// per-series label limits allow cannot take the process past its memory
-// either: a half of the 4 GiB for the labels and what the head builds on
-// them.
+// need of (one TSDB) and Thanos and Mimir leave to per-tenant limits. With
+// -max-tenants tenants of at most maxTenantCost each before their series
+// (TestTenantCost) and -max-inflight-bytes of request bodies, they keep the
+// process within 4 GiB of memory when every one of them is spent at once,
+// under the soft memory limit of -auto-gomemlimit: internal/cmd/budgetfill
+// is the experiment. -max-series-total counts series whatever their
+// labels, and -max-label-bytes-total bounds those labels, which the head
+// keeps once and its postings index and exemplar storage refer to or copy,
+// so that the largest series the per-series label limits allow cannot take
+// the process past its memory either. -max-exemplars-total is what 20
+// tenants at the default -max-exemplars hold.
 const (
-	defaultMaxSeriesTotal     = 500_000
-	defaultMaxLabelBytesTotal = 512 << 20
+	defaultMaxSeriesTotal     = 300_000
+	defaultMaxLabelBytesTotal = 256 << 20
 	defaultMaxExemplarsTotal  = 2_000_000
 )
+
+// setMemoryLimit sets the Go runtime's soft memory limit as Prometheus's
+// --auto-gomemlimit does, if c asks for it: without one, the heap of a
+// receiver at its budgets may grow to twice what it holds before the
+// garbage collector runs (GOGC=100), past the memory the budgets are
+// sized for.
+func setMemoryLimit(c config, logger *slog.Logger) error {
+	if !c.autoGoMemLimit {
+		return nil
+	}
+	if !(c.goMemLimitRatio > 0 && c.goMemLimitRatio <= 1) {
+		return fmt.Errorf("-auto-gomemlimit.ratio %v: want more than 0 and at most 1", c.goMemLimitRatio)
+	}
+	_, err := memlimit.SetGoMemLimitWithOpts(
+		memlimit.WithRatio(c.goMemLimitRatio),
+		memlimit.WithProvider(memlimit.ApplyFallback(memlimit.FromCgroup, memlimit.FromSystem)),
+		memlimit.WithLogger(logger.With("component", "automemlimit")),
+	)
+	if err != nil {
+		// As Prometheus: the receiver runs without a limit.
+		logger.Warn("setting GOMEMLIMIT failed; running without one", "err", err)
+	}
+	return nil
+}
 
 // registerFlags registers the command line into fs, with c to hold it.
 func registerFlags(fs *flag.FlagSet, c *config) {
@@ -499,13 +525,15 @@ func registerFlags(fs *flag.FlagSet, c *config) {
 	// Tenants: one TSDB per tenant in -data-dir/<tenant>.
 	fs.StringVar(&c.tenantHeader, "tenant-header", ingest.DefaultTenantHeader, "request header that names the tenant (Thanos's; X-Scope-OrgID for Mimir and Cortex); tenant IDs are validated as Mimir validates them: at most 150 bytes of [a-zA-Z0-9!-_.*'()], not . or ..")
 	fs.DurationVar(&c.tenantIdle, "tenant-idle", time.Hour, "close the TSDB of a tenant that received nothing for this long, checked every -purge-interval, and drop its ref cache, tracker and interner; its next request opens it again (0: never)")
-	fs.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB, and with -exemplar-store ring a ring of -max-exemplars (0: no limit)")
+	fs.IntVar(&c.maxTenants, "max-tenants", 1000, "refuse, with a 503, the first request of a new tenant while this many are open: each costs a TSDB and its exemplar storage (0: no limit)")
 	fs.StringVar(&c.tenantsAllowed, "tenants-allowed", "", "comma-separated tenants allowed to write; with none of the -tenants-allowed* flags every tenant is, otherwise a request of a tenant none of them names is answered 403 before its TSDB is opened or its directory made")
 	fs.StringVar(&c.tenantsAllowedFile, "tenants-allowed-file", "", "file of tenants allowed to write, one a line (# comments), read again on SIGHUP and when it changes (checked every 10s); see -tenants-allowed")
 	fs.StringVar(&c.tenantProxyHeader, "tenant-proxy-header", "", "request header in which an authenticating proxy in front states the tenant it authenticated; when set, a write request without one valid tenant ID in it is answered 401, one whose -tenant-header names another tenant 403, and one that names none is the proxy's tenant's. Set -tenant-proxy-networks too, so that clients cannot set it themselves")
 	fs.StringVar(&c.tenantProxyNetworks, "tenant-proxy-networks", "", "comma-separated CIDR prefixes or addresses the authenticating proxy connects from; when set, a write request from any other address is answered 403")
 	fs.StringVar(&c.tenantsAllowedPattern, "tenants-allowed-pattern", "", "regular expression (RE2, matched against the whole tenant ID) of tenants allowed to write; see -tenants-allowed")
 	fs.Int64Var(&c.maxSeriesTotal, "max-series-total", defaultMaxSeriesTotal, "refuse, with a 400, the series new to their tenant's head while the heads of all tenants hold this many; the request's other series are written (0: no limit)")
+	fs.BoolVar(&c.autoGoMemLimit, "auto-gomemlimit", true, "in server mode, set the Go runtime's soft memory limit (GOMEMLIMIT) to -auto-gomemlimit.ratio of the container's memory limit, or else of the machine's memory, as Prometheus's --auto-gomemlimit does; a GOMEMLIMIT in the environment is kept")
+	fs.Float64Var(&c.goMemLimitRatio, "auto-gomemlimit.ratio", 0.9, "with -auto-gomemlimit, the ratio of the detected memory that GOMEMLIMIT is set to, in (0, 1]")
 	fs.Int64Var(&c.maxLabelBytesTotal, "max-label-bytes-total", defaultMaxLabelBytesTotal, "refuse, with a 400, the series new to their tenant's head while the labels of the series of all tenants' heads take this many bytes (names and values); the request's other series are written (0: no limit)")
 	fs.Int64Var(&c.maxExemplarsTotal, "max-exemplars-total", defaultMaxExemplarsTotal, "most slots of the exemplar storages (TSDB or ring) of all tenants together: a tenant's storage grows towards -max-exemplars only while they hold fewer (0: no limit)")
 	fs.IntVar(&c.maxSeriesPerTenant, "max-series-per-tenant", 0, "refuse, with a 400, the new series of a tenant that has this many active series (see -active-idle); the request's other series are written (0: no limit)")

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -224,5 +228,30 @@ func TestTSDBFlags(t *testing.T) {
 				t.Errorf("Dir() = %q", got)
 			}
 		})
+	}
+}
+
+// TestSetMemoryLimit sets the soft memory limit as -auto-gomemlimit does,
+// to a ratio of the container's or the machine's memory, and refuses a
+// ratio out of (0, 1].
+func TestSetMemoryLimit(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: -auto-gomemlimit keeps it")
+	}
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+	for _, ratio := range []float64{0, -0.5, 1.5, math.NaN()} {
+		if err := setMemoryLimit(config{autoGoMemLimit: true, goMemLimitRatio: ratio}, slog.New(slog.DiscardHandler)); err == nil {
+			t.Errorf("ratio %v: no error", ratio)
+		}
+	}
+	if err := setMemoryLimit(config{autoGoMemLimit: false}, slog.New(slog.DiscardHandler)); err != nil || debug.SetMemoryLimit(-1) != prev {
+		t.Fatalf("-auto-gomemlimit=false: %v, limit %d; want nothing set", err, debug.SetMemoryLimit(-1))
+	}
+	if err := setMemoryLimit(config{autoGoMemLimit: true, goMemLimitRatio: 0.5}, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got == math.MaxInt64 || got <= 0 {
+		t.Errorf("limit %d after -auto-gomemlimit, want one of half the memory detected", got)
 	}
 }

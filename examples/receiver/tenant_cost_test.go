@@ -128,3 +128,46 @@ func BenchmarkTenantCost(b *testing.B) {
 		}
 	}
 }
+
+// TestIdleTenantsReturnMemory opens 200 tenants with the receiver's
+// default flags, each sent 100 series, closes them as idle, and requires
+// the heap in use to fall back to within a tenth of what they had added:
+// a closed tenant leaves nothing behind (its TSDB, write handler, cache,
+// tracker, metrics).
+func TestIdleTenantsReturnMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 200 TSDBs")
+	}
+	opts := costOptions(t, "ingestkit", t.TempDir())
+	req := workload.Typical("idle", remoteapi.WriteV1MessageType, workload.TypicalSeries(100, ""))
+	br := rwbench.NewRequest(req.Msg)
+	body, err := req.Body(time.Now().Add(-time.Minute).UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, err := newTenants(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tt.close()
+	before := heapInUse()
+	const tenants = 200
+	for k := range tenants {
+		br.R.Header.Set(ingest.DefaultTenantHeader, fmt.Sprintf("tenant-%04d", k))
+		br.Serve(tt, body)
+		if br.W.Code != http.StatusNoContent {
+			t.Fatalf("tenant %d: status %d: %.300s", k, br.W.Code, br.W.Body.String())
+		}
+	}
+	open := heapInUse()
+	if n, err := tt.closeIdle(time.Now().Add(time.Hour)); err != nil || n != tenants {
+		t.Fatalf("closeIdle = %d, %v; want %d tenants closed", n, err, tenants)
+	}
+	closed := heapInUse()
+	added := float64(open) - float64(before)
+	left := float64(closed) - float64(before)
+	t.Logf("heap in use: %d before, %d with %d tenants open, %d after they closed", before, open, tenants, closed)
+	if added <= 0 || left > added/10 {
+		t.Errorf("closing the tenants left %.0f of the %.0f bytes they added", left, added)
+	}
+}

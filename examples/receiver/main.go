@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -483,15 +484,21 @@ func setMemoryLimit(c config, logger *slog.Logger) error {
 	if !(c.goMemLimitRatio > 0 && c.goMemLimitRatio <= 1) {
 		return fmt.Errorf("-auto-gomemlimit.ratio %v: want more than 0 and at most 1", c.goMemLimitRatio)
 	}
-	_, err := memlimit.SetGoMemLimitWithOpts(
-		memlimit.WithRatio(c.goMemLimitRatio),
-		memlimit.WithProvider(memlimit.ApplyFallback(memlimit.FromCgroup, memlimit.FromSystem)),
-		memlimit.WithLogger(logger.With("component", "automemlimit")),
-	)
-	if err != nil {
-		// As Prometheus: the receiver runs without a limit.
-		logger.Warn("setting GOMEMLIMIT failed; running without one", "err", err)
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return nil // as automemlimit does: the environment's is kept
 	}
+	// automemlimit's providers, whose API is the same in every release
+	// that the supported Prometheus releases require (its setter was
+	// renamed in v1.0.0, which Prometheus v0.316.0 requires).
+	total, err := memlimit.ApplyFallback(memlimit.FromCgroup, memlimit.FromSystem)()
+	if err != nil || total == 0 {
+		// As Prometheus: the receiver runs without a limit.
+		logger.Warn("detecting the memory limit failed; running without GOMEMLIMIT", "err", err)
+		return nil
+	}
+	limit := int64(float64(total) * c.goMemLimitRatio)
+	debug.SetMemoryLimit(limit)
+	logger.Info("GOMEMLIMIT set", "component", "automemlimit", "limit", limit, "detected", total, "ratio", c.goMemLimitRatio)
 	return nil
 }
 

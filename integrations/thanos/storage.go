@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/prometheus/model/exemplar"
@@ -41,16 +42,16 @@ import (
 // not be copied after first use.
 type TenantStorage struct {
 	storage receive.TenantStorage // immutable
-
-	mu     sync.RWMutex
-	caches map[string]*refcache.Cache // guarded by mu
+	caches  tenantCaches
 }
 
 // NewTenantStorage returns a TenantStorage over s, such as Thanos's
 // *receive.MultiTSDB, with no tenant cached yet. Pass it where Thanos takes
 // s: receive.NewWriter(logger, NewTenantStorage(multiTSDB), opts).
 func NewTenantStorage(s receive.TenantStorage) *TenantStorage {
-	return &TenantStorage{storage: s, caches: make(map[string]*refcache.Cache)}
+	ts := &TenantStorage{storage: s}
+	ts.caches.init()
+	return ts
 }
 
 // TenantAppendable returns the wrapped storage's appendable for tenant,
@@ -58,37 +59,17 @@ func NewTenantStorage(s receive.TenantStorage) *TenantStorage {
 // errors unchanged.
 func (s *TenantStorage) TenantAppendable(tenant string) (receive.Appendable, error) {
 	a, err := s.storage.TenantAppendable(tenant)
-	if err != nil || !reflect.ValueOf(a).Comparable() {
+	if err != nil || !comparable(a) {
 		return a, err
 	}
-	return &appendable{storage: a, cache: s.tenantCache(tenant)}, nil
+	tc := s.caches.tenant(tenant, a)
+	return &appendable{storage: a, cache: tc.cache, db: tc.appendable(a)}, nil
 }
 
 // Cache returns tenant's cache, for its [refcache.Cache.Stats], or nil if no
 // request has reached the tenant since it was last purged (see
 // [TenantStorage.Purge]).
-func (s *TenantStorage) Cache(tenant string) *refcache.Cache {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.caches[tenant]
-}
-
-// tenantCache returns tenant's cache, made on the tenant's first request.
-func (s *TenantStorage) tenantCache(tenant string) *refcache.Cache {
-	s.mu.RLock()
-	c := s.caches[tenant]
-	s.mu.RUnlock()
-	if c != nil {
-		return c
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c = s.caches[tenant]; c == nil {
-		c = refcache.New(refcache.Options{})
-		s.caches[tenant] = c
-	}
-	return c
-}
+func (s *TenantStorage) Cache(tenant string) *refcache.Cache { return s.caches.get(tenant) }
 
 // Purge drops from every tenant's cache the series not looked up since
 // keepFrom, in milliseconds since the Unix epoch (see
@@ -100,32 +81,120 @@ func (s *TenantStorage) tenantCache(tenant string) *refcache.Cache {
 //
 // A request in progress for a tenant being forgotten keeps its cache until
 // it ends; the tenant's next request starts a new, empty one.
-func (s *TenantStorage) Purge(keepFrom int64) (purged int) {
-	s.mu.RLock()
-	caches := make(map[string]*refcache.Cache, len(s.caches))
-	for tenant, c := range s.caches {
-		caches[tenant] = c
+func (s *TenantStorage) Purge(keepFrom int64) (purged int) { return s.caches.purge(keepFrom) }
+
+// tenantCaches are the caches of the tenants, and for a [Writer] the pool
+// of each tenant's write states. It is safe for concurrent use.
+type tenantCaches struct {
+	mu sync.RWMutex
+	m  map[string]*tenantCache // guarded by mu
+}
+
+// tenantCache is one tenant's cache, and the write states of a Writer
+// over it.
+type tenantCache struct {
+	cache *refcache.Cache
+	pool  sync.Pool // of *writeState
+
+	// db is the storage.Appendable of the last appendable a Writer wrote
+	// to, made once per appendable rather than once per request.
+	db atomic.Pointer[appendableOf]
+}
+
+// appendableOf is a tenant's appendable as a storage.Appendable.
+type appendableOf struct {
+	key receive.Appendable
+	db  storage.Appendable
+}
+
+// appendable returns a as a storage.Appendable, the same value while a is
+// the same.
+func (tc *tenantCache) appendable(a receive.Appendable) storage.Appendable {
+	if p := tc.db.Load(); p != nil && p.key == a {
+		return p.db
 	}
-	s.mu.RUnlock()
+	// A pointer: the cache compares storages, and a struct holding an
+	// interface costs reflection's allocations to compare safely.
+	p := &appendableOf{key: a, db: &prometheusAppendable{a}}
+	tc.db.Store(p)
+	return p.db
+}
+
+// comparable reports whether a can be compared with ==, as the caches bind
+// to storages by comparing them; a pointer, what Thanos's storages return,
+// is decided without reflect.Value's allocations.
+func comparable(a receive.Appendable) bool {
+	if t := reflect.TypeOf(a); t == nil || t.Kind() == reflect.Pointer {
+		return true
+	}
+	return reflect.ValueOf(a).Comparable()
+}
+
+func (c *tenantCaches) init() { c.m = make(map[string]*tenantCache) }
+
+// get returns tenant's cache, nil if it has none.
+func (c *tenantCaches) get(tenant string) *refcache.Cache {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if tc := c.m[tenant]; tc != nil {
+		return tc.cache
+	}
+	return nil
+}
+
+// tenant returns tenant's cache, made on its first request, for its
+// appendable a; an appendable whose dynamic type is not comparable cannot
+// be told apart from another, and gets a cache of its own, empty.
+func (c *tenantCaches) tenant(tenant string, a receive.Appendable) *tenantCache {
+	if !comparable(a) {
+		return &tenantCache{cache: refcache.New(refcache.Options{})}
+	}
+	c.mu.RLock()
+	tc := c.m[tenant]
+	c.mu.RUnlock()
+	if tc != nil {
+		return tc
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if tc = c.m[tenant]; tc == nil {
+		tc = &tenantCache{cache: refcache.New(refcache.Options{})}
+		c.m[tenant] = tc
+	}
+	return tc
+}
+
+// purge drops the series not looked up since keepFrom from every tenant's
+// cache, forgets the tenants left with none, and returns the number of
+// series dropped.
+func (c *tenantCaches) purge(keepFrom int64) (purged int) {
+	c.mu.RLock()
+	caches := make(map[string]*tenantCache, len(c.m))
+	for tenant, tc := range c.m {
+		caches[tenant] = tc
+	}
+	c.mu.RUnlock()
 	// Purged outside the lock: a purge walks the whole cache, and requests
 	// for other tenants must not wait for it.
-	for tenant, c := range caches {
-		purged += c.Purge(keepFrom)
-		if c.Len() == 0 {
-			s.mu.Lock()
-			if s.caches[tenant] == c {
-				delete(s.caches, tenant)
+	for tenant, tc := range caches {
+		purged += tc.cache.Purge(keepFrom)
+		if tc.cache.Len() == 0 {
+			c.mu.Lock()
+			if c.m[tenant] == tc {
+				delete(c.m, tenant)
 			}
-			s.mu.Unlock()
+			c.mu.Unlock()
 		}
 	}
 	return purged
 }
 
-// appendable is a tenant's appendable with the tenant's cache.
+// appendable is a tenant's appendable with the tenant's cache, and the
+// appendable as the storage.Appendable the cache is bound to.
 type appendable struct {
 	storage receive.Appendable
 	cache   *refcache.Cache
+	db      storage.Appendable
 }
 
 // Appender opens a transaction on the tenant's storage, as Thanos's Writer
@@ -134,7 +203,7 @@ type appendable struct {
 // receive.ErrNotReady, is returned as it is.
 func (a *appendable) Appender(ctx context.Context) (storage.Appender, error) {
 	app := &appender{}
-	app.ik = refcache.NewAppender(ctx, prometheusAppendable{a.storage}, a.cache, time.Now().UnixMilli())
+	app.ik = refcache.NewAppender(ctx, a.db, a.cache, time.Now().UnixMilli())
 	if n, ok := app.ik.Wrapped().(notOpened); ok {
 		return nil, n.err
 	}
@@ -232,8 +301,7 @@ func (a *appender) Append(ref storage.SeriesRef, lset labels.Labels, t int64, v 
 	if h == nil {
 		return a.Appender.Append(ref, lset, t, v)
 	}
-	err := a.ik.Append(h, t, v)
-	return h.Ref(), err
+	return refOf(h, a.ik.Append(h, t, v))
 }
 
 // AppendHistogram appends a histogram sample as storage.Appender does,
@@ -243,8 +311,7 @@ func (a *appender) AppendHistogram(ref storage.SeriesRef, lset labels.Labels, t 
 	if h == nil {
 		return a.Appender.AppendHistogram(ref, lset, t, hist, fh)
 	}
-	err := a.ik.AppendHistogram(h, t, hist, fh)
-	return h.Ref(), err
+	return refOf(h, a.ik.AppendHistogram(h, t, hist, fh))
 }
 
 // AppendExemplar appends an exemplar as storage.Appender does.
@@ -253,8 +320,17 @@ func (a *appender) AppendExemplar(ref storage.SeriesRef, lset labels.Labels, e e
 	if h == nil {
 		return a.Appender.AppendExemplar(ref, lset, e)
 	}
-	err := a.ik.AppendExemplar(h, e)
-	return h.Ref(), err
+	return refOf(h, a.ik.AppendExemplar(h, e))
+}
+
+// refOf returns what the head's appender returns for an append through h
+// that returned err: h's ref, or 0 on an error, on which Thanos's Writer
+// relies (it drops the exemplars of a series whose last sample failed).
+func refOf(h *refcache.Handle, err error) (storage.SeriesRef, error) {
+	if err != nil {
+		return 0, err
+	}
+	return h.Ref(), nil
 }
 
 // Commit commits the transaction and adds its lookups to the cache's

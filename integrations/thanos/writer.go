@@ -28,8 +28,9 @@ import (
 
 // Writer writes Thanos's remote-write series to a tenant's TSDB, as
 // receive.Writer does and with its results, through ingestkit's blocks: each
-// series' label pairs go into an iklabels.HashedBuilder, which hashes them
-// as they come; the whole request is looked up in the tenant's
+// series' labels are viewed where they are in the request, as Thanos views
+// them, and hashed only if the cache needs the hash (not for a series that
+// is the guess of the one before it); the whole request is looked up in the tenant's
 // refcache.Cache at once (refcache.Appender.LookupBatch), confirmed against
 // the pairs, and asked of the head only for the series the cache does not
 // hold; labels are built, in memory of their own, only for a series the
@@ -93,11 +94,11 @@ func (w *Writer) Purge(keepFrom int64) int { return w.caches.purge(keepFrom) }
 
 // writeState is what one Write uses, kept in a tenant's pool between
 // requests: the appender over the tenant's cache, and per series looked
-// up its builder, its index in the request, its handle, its lookup error,
+// up its view, its index in the request, its handle, its lookup error,
 // whether its last append succeeded and whether it had any.
 type writeState struct {
 	app      *refcache.Appender
-	builders []iklabels.HashedBuilder
+	views    []seriesView
 	series   []refcache.SeriesLabels
 	index    []int
 	hs       []refcache.Handle
@@ -137,10 +138,10 @@ func (w *Writer) Write(ctx context.Context, tenantID string, wreq []prompb.TimeS
 
 	var tracker errorTracker
 	ws.series, ws.index = ws.series[:0], ws.index[:0]
-	if cap(ws.builders) < len(wreq) {
-		ws.builders = make([]iklabels.HashedBuilder, len(wreq))
-		for i := range ws.builders {
-			ws.builders[i].SetInterner(w.intern)
+	if len(ws.views) < len(wreq) {
+		ws.views = make([]seriesView, len(wreq))
+		for i := range ws.views {
+			ws.views[i].intern = w.intern
 		}
 	}
 	for i := range wreq {
@@ -149,15 +150,9 @@ func (w *Writer) Write(ctx context.Context, tenantID string, wreq []prompb.TimeS
 			tracker.addLabelsError(err, ls, tLogger)
 			continue
 		}
-		b := &ws.builders[len(ws.series)]
-		b.Reset()
-		for _, l := range ls {
-			// Thanos's label strings alias the request's buffer, which
-			// its handler reuses: as bytes, the builder copies them into
-			// the labels of a new series.
-			b.Add(bytesOf(l.Name), bytesOf(l.Value))
-		}
-		ws.series = append(ws.series, b)
+		v := &ws.views[len(ws.series)]
+		v.reset(ls)
+		ws.series = append(ws.series, v)
 		ws.index = append(ws.index, i)
 	}
 	n := len(ws.series)
@@ -244,7 +239,11 @@ func (w *Writer) Write(ctx context.Context, tenantID string, wreq []prompb.TimeS
 	if err := app.Commit(); err != nil {
 		errs.add(errors.Wrap(err, "commit samples"))
 	}
-	clear(ws.hs) // the handles hold the head's labels
+	// Neither the head's labels nor the request's stay in the pool.
+	clear(ws.hs)
+	for i := range n {
+		ws.views[i].pairs, ws.views[i].view = nil, labels.EmptyLabels()
+	}
 	return errs.errOrNil()
 }
 

@@ -58,7 +58,7 @@ func writerRequests() []writeRequest {
 // newMultiTSDB opens a Thanos MultiTSDB in a temporary directory, with
 // exemplar storage, a retention of 6h, no bucket, and pruned tenants
 // removed at once.
-func newMultiTSDB(t *testing.T) *receive.MultiTSDB {
+func newMultiTSDB(t testing.TB) *receive.MultiTSDB {
 	t.Helper()
 	root, err := os.OpenRoot(t.TempDir())
 	if err != nil {
@@ -179,16 +179,19 @@ func TestWriterMatchesThanos(t *testing.T) {
 		}
 	}
 
-	t.Run("storage=tenants", func(t *testing.T) {
-		names := []string{"a", "b"}
-		thanosStorage, ikStorage := openTenants(t, names, "not-ready"), openTenants(t, names, "not-ready")
-		ik := NewWriter(log.NewNopLogger(), ikStorage, opts)
-		send(t, receive.NewWriter(log.NewNopLogger(), thanosStorage, opts), ik, writerRequests())
-		compare(t, thanosStorage, ikStorage, names...)
-		if s := ik.Cache("a").Stats(); s.Len == 0 || s.Hits == 0 || s.Rebinds != 0 {
-			t.Errorf("tenant a's cache %+v, want entries, hits and no rebinds", s)
-		}
-	})
+	for _, intern := range []bool{false, true} {
+		t.Run(fmt.Sprintf("storage=tenants/intern=%v", intern), func(t *testing.T) {
+			names := []string{"a", "b"}
+			thanosStorage, ikStorage := openTenants(t, names, "not-ready"), openTenants(t, names, "not-ready")
+			opts := &receive.WriterOptions{TooFarInFutureTimeWindow: opts.TooFarInFutureTimeWindow, Intern: intern}
+			ik := NewWriter(log.NewNopLogger(), ikStorage, opts)
+			send(t, receive.NewWriter(log.NewNopLogger(), thanosStorage, opts), ik, writerRequests())
+			compare(t, thanosStorage, ikStorage, names...)
+			if s := ik.Cache("a").Stats(); s.Len == 0 || s.Hits == 0 || s.Rebinds != 0 {
+				t.Errorf("tenant a's cache %+v, want entries, hits and no rebinds", s)
+			}
+		})
+	}
 
 	// The Writer, and Thanos's Writer over a TenantStorage.
 	for _, impl := range []string{"writer", "tenantstorage"} {

@@ -21,9 +21,11 @@
 // sub-benchmarks "impl=", so that a package added later is picked up
 // without changing this program. It looks in the same way through the
 // nested modules that -modules names, by default examples/peers, whose
-// benchmarks compare ingestkit with other projects' decoders and need
-// dependencies that the library's go.mod does not have: their go commands
-// run in the module's directory. Flags select fewer packages or runs, for
+// benchmarks compare ingestkit with other projects' decoders, and
+// integrations/thanos, whose benchmarks run Thanos's own cases with
+// Thanos's code and with ingestkit's: they need dependencies that the
+// library's go.mod does not have, and their go commands run in the
+// module's directory, with the variables of its benchall.env. Flags select fewer packages or runs, for
 // a quick check:
 //
 //	go run ./internal/cmd/benchall -list
@@ -44,12 +46,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,7 +84,7 @@ type config struct {
 func main() {
 	var c config
 	flag.StringVar(&c.pkgs, "pkgs", "./...", "comma-separated package patterns to look for benchmarks in")
-	flag.StringVar(&c.modules, "modules", "examples/peers", "comma-separated directories of nested modules to look for benchmarks in (all their packages), relative to the working directory; empty for none")
+	flag.StringVar(&c.modules, "modules", "examples/peers,integrations/thanos", "comma-separated directories of nested modules to look for benchmarks in (all their packages), relative to the working directory; empty for none")
 	flag.IntVar(&c.count, "count", 6, "go test -count: runs of each benchmark, for benchstat's statistics")
 	flag.StringVar(&c.benchtime, "benchtime", "", "go test -benchtime (default go test's, 1s)")
 	flag.StringVar(&c.timeout, "timeout", "120m", "go test -timeout of each benchmark function's run")
@@ -103,9 +107,11 @@ func main() {
 
 // pkgBenchmarks is a package and its side-by-side benchmarks. modDir is
 // the directory of the nested module the package belongs to, where its go
-// commands run, or "" for the module of the working directory.
+// commands run, or "" for the module of the working directory, and env
+// the variables its go commands run with (moduleEnv).
 type pkgBenchmarks struct {
 	importPath, dir, modDir string
+	env                     []string // the module's benchall.env
 	benchmarks              []string
 }
 
@@ -169,6 +175,9 @@ func run(c config, log io.Writer) error {
 			}
 			args = append(args, p.importPath)
 			cmd := "go " + shellQuote(args)
+			if len(p.env) > 0 {
+				cmd = shellQuote(p.env) + " " + cmd
+			}
 			if p.modDir != "" {
 				cmd = "(cd " + shellQuote([]string{p.modDir}) + " && " + cmd + ")"
 			}
@@ -179,6 +188,7 @@ func run(c config, log io.Writer) error {
 				fmt.Fprintf(log, "benchall: go %s\n", strings.Join(args, " "))
 				goTest := exec.Command("go", args...)
 				goTest.Dir = p.modDir
+				goTest.Env = append(os.Environ(), p.env...)
 				out, err = goTest.CombinedOutput()
 				if werr := os.WriteFile(rawFile, out, 0o644); werr != nil {
 					return werr
@@ -250,6 +260,11 @@ func run(c config, log io.Writer) error {
 	for _, m := range modules {
 		cmd := exec.Command("go", "list", "-m", "-f", "{{if not .Main}}{{if not .Indirect}}{{.Path}} {{.Version}}{{with .Replace}} => {{.Path}} {{.Version}}{{end}}\n{{end}}{{end}}", "all")
 		cmd.Dir = m
+		env, err := moduleEnv(m)
+		if err != nil {
+			return err
+		}
+		cmd.Env = append(os.Environ(), env...)
 		deps, err := cmd.Output()
 		if err != nil {
 			return fmt.Errorf("go list -m in %s: %w", m, err)
@@ -297,9 +312,14 @@ func dropHeader(t []byte) []byte {
 // directory modDir ("" for the working directory's), with their
 // side-by-side benchmarks, in import-path order.
 func findBenchmarks(modDir string, patterns []string) ([]pkgBenchmarks, error) {
+	env, err := moduleEnv(modDir)
+	if err != nil {
+		return nil, err
+	}
 	args := append([]string{"list", "-f", "{{.ImportPath}}\t{{.Dir}}"}, patterns...)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = modDir
+	cmd.Env = append(os.Environ(), env...)
 	b, err := cmd.Output()
 	if err != nil {
 		return nil, fmt.Errorf("go %s in %q: %w", strings.Join(args, " "), modDir, err)
@@ -318,10 +338,41 @@ func findBenchmarks(modDir string, patterns []string) ([]pkgBenchmarks, error) {
 		}
 		names = slices.DeleteFunc(names, func(n string) bool { return path == replayPackage && n == replayBenchmark })
 		if len(names) > 0 {
-			pkgs = append(pkgs, pkgBenchmarks{importPath: path, dir: dir, modDir: modDir, benchmarks: names})
+			pkgs = append(pkgs, pkgBenchmarks{importPath: path, dir: dir, modDir: modDir, env: env, benchmarks: names})
 		}
 	}
 	return pkgs, sc.Err()
+}
+
+// moduleEnv returns the environment variables that the go commands of the
+// nested module in modDir run with: the KEY=VALUE lines of its
+// benchall.env, if it has one (blank lines and # comments skipped). A
+// module that must build with tags or a newer toolchain than the
+// repository's says so there, as integrations/thanos does
+// (GOFLAGS=-tags=slicelabels, GOTOOLCHAIN).
+func moduleEnv(modDir string) ([]string, error) {
+	if modDir == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(filepath.Join(modDir, "benchall.env"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, _, ok := strings.Cut(line, "="); !ok || k == "" {
+			return nil, fmt.Errorf("%s: %q is not KEY=VALUE", filepath.Join(modDir, "benchall.env"), line)
+		}
+		env = append(env, line)
+	}
+	return env, nil
 }
 
 // implBenchmarks returns the Benchmark functions of the _test.go files in

@@ -195,7 +195,10 @@ func BenchmarkHandlerReceive(b *testing.B) {
 var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 
 // post POSTs body to url as tenant "bench" and returns the status.
-func post(tb testing.TB, url string, body []byte) int {
+func post(tb testing.TB, url string, body []byte) int { return postTenant(tb, url, "bench", body) }
+
+// postTenant POSTs body to url as tenant and returns the status.
+func postTenant(tb testing.TB, url, tenant string, body []byte) int {
 	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
@@ -203,7 +206,7 @@ func post(tb testing.TB, url string, body []byte) int {
 	req.Header.Set("Content-Encoding", "snappy")
 	req.Header.Set("Content-Type", "application/x-protobuf")
 	req.Header.Set("X-Prometheus-Remote-Write-Version", "0.1.0")
-	req.Header.Set(ingest.DefaultTenantHeader, "bench")
+	req.Header.Set(ingest.DefaultTenantHeader, tenant)
 	resp, err := benchClient.Do(req)
 	if err != nil {
 		tb.Fatal(err)
@@ -324,7 +327,7 @@ func encode(tb testing.TB, series []prompb.TimeSeries) []byte {
 // rewrite each float sample's timestamp to step after the last one given
 // (across tenants and requests), so that a request of many samples of one
 // series is all appended (step 1) or, after the first, all out of order
-// (step -1). Each tenant's appendable is the same value across requests,
+// (step -1); step 0 keeps the timestamps. Each tenant's appendable is the same value across requests,
 // so that the caches keep it. It serves ingest's TenantWriteHandler too
 // (storages).
 type stepStorage struct {
@@ -401,8 +404,11 @@ type stepAppender struct {
 	s *stepStorage
 }
 
-func (a *stepAppender) Append(ref storage.SeriesRef, l labels.Labels, _ int64, v float64) (storage.SeriesRef, error) {
-	return a.Appender.Append(ref, l, a.s.next(), v)
+func (a *stepAppender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
+	if a.s.step != 0 {
+		t = a.s.next()
+	}
+	return a.Appender.Append(ref, l, t, v)
 }
 
 func (a *stepAppender) GetRef(lset labels.Labels, hash uint64) (storage.SeriesRef, labels.Labels) {

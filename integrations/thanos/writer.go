@@ -94,13 +94,13 @@ func (w *Writer) Purge(keepFrom int64) int { return w.caches.purge(keepFrom) }
 
 // writeState is what one Write uses, kept in a tenant's pool between
 // requests: the appender over the tenant's cache, and per series looked
-// up its view, its index in the request, its handle, its lookup error,
-// whether its last append succeeded and whether it had any.
+// up (every one of the request's) its view, its handle, its lookup or
+// validation error, whether its last append succeeded and whether it had
+// any.
 type writeState struct {
 	app      *refcache.Appender
 	views    []seriesView
 	series   []refcache.SeriesLabels
-	index    []int
 	hs       []refcache.Handle
 	errs     []error
 	ok       []bool
@@ -137,42 +137,46 @@ func (w *Writer) Write(ctx context.Context, tenantID string, wreq []prompb.TimeS
 	app := ws.app
 
 	var tracker errorTracker
-	ws.series, ws.index = ws.series[:0], ws.index[:0]
 	if len(ws.views) < len(wreq) {
 		ws.views = make([]seriesView, len(wreq))
 		for i := range ws.views {
 			ws.views[i].intern = w.intern
 		}
 	}
+	n := len(wreq)
+	ws.series = slices.Grow(ws.series[:0], n)[:n]
 	for i := range wreq {
-		ls := wreq[i].Labels
-		if err := labelpb.ValidateLabels(ls); err != nil {
-			tracker.addLabelsError(err, ls, tLogger)
-			continue
-		}
-		v := &ws.views[len(ws.series)]
-		v.reset(ls)
-		ws.series = append(ws.series, v)
-		ws.index = append(ws.index, i)
+		ws.views[i].reset(wreq[i].Labels)
+		ws.series[i] = &ws.views[i]
 	}
-	n := len(ws.series)
 	ws.hs = slices.Grow(ws.hs[:0], n)[:n]
 	ws.errs = slices.Grow(ws.errs[:0], n)[:n]
 	ws.ok = slices.Grow(ws.ok[:0], n)[:n]
 	ws.appended = slices.Grow(ws.appended[:0], n)[:n]
 	app.LookupBatch(ws.series, ws.hs, ws.errs)
+	// Labels are validated as Thanos validates them, but for a series found
+	// in the cache: the cache holds only label sets validated before, and a
+	// hit is confirmed by comparing every pair in order, so its pairs are
+	// such a set. (A series of invalid labels is looked up all the same,
+	// and dropped here.)
+	for k := range n {
+		if ws.errs[k] == nil && !ws.hs[k].Cached() {
+			if err := labelpb.ValidateLabels(wreq[k].Labels); err != nil {
+				tracker.addLabelsError(err, wreq[k].Labels, tLogger)
+				ws.errs[k] = err
+			}
+		}
+	}
 
 	var tooFar model.Time
 	if w.opts.TooFarInFutureTimeWindow > 0 {
 		tooFar = model.Now().Add(time.Duration(w.opts.TooFarInFutureTimeWindow))
 	}
 	for _, k := range app.AppendOrder(ws.hs) {
-		h, t := &ws.hs[k], &wreq[ws.index[k]]
+		h, t := &ws.hs[k], &wreq[k]
 		if ws.errs[k] != nil {
-			// Labels a build cannot hold: Thanos's cast would have taken
-			// them; nothing is appended, as for labels that fail
-			// validation.
-			level.Debug(tLogger).Log("msg", "Error validating labels", "err", ws.errs[k])
+			// Labels that failed validation (counted above), or that the
+			// lookup refused, which a seriesView never has it do.
 			ws.ok[k], ws.appended[k] = false, false
 			continue
 		}
@@ -210,7 +214,7 @@ func (w *Writer) Write(ctx context.Context, tenantID string, wreq []prompb.TimeS
 	// Exemplars in request order, after every sample: an exemplar storage
 	// keeps them in the order they are appended.
 	for k := range n {
-		t := &wreq[ws.index[k]]
+		t := &wreq[k]
 		if len(t.Exemplars) == 0 || ws.errs[k] != nil {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/ingestkit/ingestkit/ingest"
@@ -30,14 +31,15 @@ func exemplarsStep(t *testing.T, ts int64, from, n int) difftest.Step {
 	return difftest.V1Step(t, []difftest.Series{s})
 }
 
-// countExemplars is the number of exemplars db holds.
-func countExemplars(t *testing.T, db *tsdb.DB) int {
+// countExemplars is the number of exemplars q holds: a TSDB or an
+// exemplars.Ring.
+func countExemplars(t *testing.T, q storage.ExemplarQueryable) int {
 	t.Helper()
-	q, err := db.ExemplarQuerier(context.Background())
+	eq, err := q.ExemplarQuerier(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := q.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")})
+	res, err := eq.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,15 +60,7 @@ func heldExemplars(t *testing.T, tt *tenants, id string) int {
 	if tn.exRing == nil {
 		return countExemplars(t, tn.db)
 	}
-	res, err := tn.exRing.Select(math.MinInt64, math.MaxInt64, []*labels.Matcher{labels.MustNewMatcher(labels.MatchRegexp, "__name__", ".+")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, r := range res {
-		n += len(r.Exemplars)
-	}
-	return n
+	return countExemplars(t, tn.exRing)
 }
 
 // TestTenantExemplarsGrow checks the growth of a tenant's exemplar

@@ -74,6 +74,16 @@ func tenantCost(tb testing.TB, opts tenantOptions, tenants, series int) float64 
 			tb.Error(err)
 		}
 	}()
+	serveTenants(tb, tt, br, body, tenants)
+	after := heapInUse()
+	runtime.KeepAlive(tt)
+	return float64(int64(after)-int64(before)) / float64(tenants)
+}
+
+// serveTenants serves body, through br, to tt as each of tenants tenants
+// (tenant-0000 on), requiring 204s.
+func serveTenants(tb testing.TB, tt *tenants, br *rwbench.Request, body []byte, tenants int) {
+	tb.Helper()
 	for k := range tenants {
 		br.R.Header.Set(ingest.DefaultTenantHeader, fmt.Sprintf("tenant-%04d", k))
 		br.Serve(tt, body)
@@ -81,9 +91,6 @@ func tenantCost(tb testing.TB, opts tenantOptions, tenants, series int) float64 
 			tb.Fatalf("tenant %d: status %d: %.300s", k, br.W.Code, br.W.Body.String())
 		}
 	}
-	after := heapInUse()
-	runtime.KeepAlive(tt)
-	return float64(int64(after)-int64(before)) / float64(tenants)
 }
 
 // maxTenantCost is what a tenant that has sent one series may cost, in
@@ -152,13 +159,7 @@ func TestIdleTenantsReturnMemory(t *testing.T) {
 	defer tt.close()
 	before := heapInUse()
 	const tenants = 200
-	for k := range tenants {
-		br.R.Header.Set(ingest.DefaultTenantHeader, fmt.Sprintf("tenant-%04d", k))
-		br.Serve(tt, body)
-		if br.W.Code != http.StatusNoContent {
-			t.Fatalf("tenant %d: status %d: %.300s", k, br.W.Code, br.W.Body.String())
-		}
-	}
+	serveTenants(t, tt, br, body, tenants)
 	open := heapInUse()
 	if n, err := tt.closeIdle(time.Now().Add(time.Hour)); err != nil || n != tenants {
 		t.Fatalf("closeIdle = %d, %v; want %d tenants closed", n, err, tenants)

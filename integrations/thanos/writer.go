@@ -30,13 +30,16 @@ import (
 // receive.Writer does and with its results, through ingestkit's blocks: each
 // series' labels are viewed where they are in the request, as Thanos views
 // them, and hashed only if the cache needs the hash (not for a series that
-// is the guess of the one before it); the whole request is looked up in the tenant's
-// refcache.Cache at once (refcache.Appender.LookupBatch), confirmed against
-// the pairs, and asked of the head only for the series the cache does not
-// hold; labels are built, in memory of their own, only for a series the
-// head does not hold either; and the samples are appended in the order the
-// head created their series (refcache.Appender.AppendOrder), which reads
-// the head's memory in order whatever the order of the request.
+// is the guess of the one before it); the whole request is looked up in
+// the tenant's refcache.Cache at once (refcache.Appender.LookupBatch),
+// confirmed against the pairs, and asked of the head only for the series
+// the cache does not hold; labels are validated (labelpb.ValidateLabels)
+// only for those too, as a hit's pairs equal a set validated when it was
+// first written; labels are built, in memory of their own, only for a
+// series the head does not hold either; and the samples are appended in
+// the order the head created their series (refcache.Appender.AppendOrder),
+// which reads the head's memory in order whatever the order of the
+// request.
 //
 // What a request does to the TSDB, and the error Write returns, are those
 // of Thanos's Writer (v0.42.5) for the same request (TestWriterMatchesThanos):

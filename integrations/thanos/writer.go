@@ -98,8 +98,8 @@ func (w *Writer) Purge(keepFrom int64) int { return w.caches.purge(keepFrom) }
 // writeState is what one Write uses, kept in a tenant's pool between
 // requests: the appender over the tenant's cache, and per series looked
 // up (every one of the request's) its view, its handle, its lookup or
-// validation error, whether its last append succeeded and whether it had
-// any.
+// validation error, and whether its last append succeeded (or, with none,
+// whether the TSDB holds it).
 type writeState struct {
 	app      *refcache.Appender
 	views    []seriesView
@@ -107,7 +107,6 @@ type writeState struct {
 	hs       []refcache.Handle
 	errs     []error
 	ok       []bool
-	appended []bool
 	exLabels labels.ScratchBuilder
 }
 
@@ -155,7 +154,6 @@ func (w *Writer) Write(ctx context.Context, tenantID string, wreq []prompb.TimeS
 	ws.hs = slices.Grow(ws.hs[:0], n)[:n]
 	ws.errs = slices.Grow(ws.errs[:0], n)[:n]
 	ws.ok = slices.Grow(ws.ok[:0], n)[:n]
-	ws.appended = slices.Grow(ws.appended[:0], n)[:n]
 	app.LookupBatch(ws.series, ws.hs, ws.errs)
 	// Labels are validated as Thanos validates them, but for a series found
 	// in the cache: the cache holds only label sets validated before, and a
@@ -180,7 +178,7 @@ func (w *Writer) Write(ctx context.Context, tenantID string, wreq []prompb.TimeS
 		if ws.errs[k] != nil {
 			// Labels that failed validation (counted above), or that the
 			// lookup refused, which a seriesView never has it do.
-			ws.ok[k], ws.appended[k] = false, false
+			ws.ok[k] = false
 			continue
 		}
 		// Thanos appends with the ref of the last append, which is 0
@@ -212,7 +210,6 @@ func (w *Writer) Write(ctx context.Context, tenantID string, wreq []prompb.TimeS
 			tracker.addSampleError(err)
 		}
 		ws.ok[k] = ok
-		ws.appended[k] = len(t.Samples)+len(t.Histograms) > 0
 	}
 	// Exemplars in request order, after every sample: an exemplar storage
 	// keeps them in the order they are appended.
@@ -221,7 +218,7 @@ func (w *Writer) Write(ctx context.Context, tenantID string, wreq []prompb.TimeS
 		if len(t.Exemplars) == 0 || ws.errs[k] != nil {
 			continue
 		}
-		if !ws.appended[k] && !ws.ok[k] {
+		if !ws.ok[k] && len(t.Samples)+len(t.Histograms) == 0 {
 			// No sample: Thanos appends the exemplars if its GetRef finds
 			// the series, which an earlier series of the request may have
 			// created since the batch looked it up.

@@ -20,9 +20,14 @@ import (
 // decRand returns a seeded source, so that a failure can be reproduced.
 func decRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x1d)) }
 
+// decNames are the names decLabels draws from: common ones, invalid ones,
+// and names that share their first eight bytes or more, which the V1
+// decoder's order check (labelset.KeyOrder) cannot tell apart.
 var decNames = []string{
 	"__name__", "job", "instance", "namespace", "pod", "container", "method",
 	"code", "le", "a", "zz", "\xff", "na\xffme", "", "service.name", "ü",
+	"kubernetes_namespace", "kubernetes_pod_name", "label_app_kubernetes_io_name",
+	"label_app_kubernetes_io_instance", "abcdefgh", "abcdefgh0", "abcdefgi",
 }
 
 // decString returns a random string of n bytes, sometimes binary.

@@ -49,8 +49,8 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 	// below is seen to sort after the one before, from their first eight
 	// bytes, zero-padded (key): those pairs go to the set without its own
 	// order check (labelset.Set.AddSortedPairs). A tie, a label on another
-	// path or too few bytes left to load a key clears it, and the set
-	// checks the order itself.
+	// path or too few bytes left to load a key clears it, and the names
+	// are then compared in full once the series is gathered.
 	sorted, prev := true, uint64(0)
 	for len(b) > 0 {
 		switch b[0] { // the fast paths of decode_fast.go
@@ -139,6 +139,10 @@ func (s *Series) decodeV1(b []byte) *decodeError {
 			}
 		}
 		b = b[n:]
+	}
+	if !sorted {
+		// A tie of keys, or a label of the slow path: the names decide.
+		sorted = labelset.PairsIncrease(s.lb.Pairs)
 	}
 	s.lb.Gathered, s.lb.Sorted = true, sorted // see Series.labelSet
 	return nil

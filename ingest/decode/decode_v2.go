@@ -181,7 +181,9 @@ func (s *Series) decodeV2(b []byte) *decodeError {
 	case uint64(s.metaHelp) >= uint64(len(s.syms)):
 		s.bad = symbolError("metadata help_ref", series, s.metaHelp, len(s.syms))
 	}
-	s.lb.Gathered = true // see Series.labelSet
+	// Sorted names let a lookup compare the pairs without adding them to
+	// the set (labelset.Pending.Equal).
+	s.lb.Gathered, s.lb.Sorted = true, labelset.PairsIncrease(s.lb.Pairs) // see Series.labelSet
 	return nil
 }
 

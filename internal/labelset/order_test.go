@@ -45,6 +45,32 @@ func TestOrderCheck(t *testing.T) {
 	}
 }
 
+// TestPairsIncrease checks PairsIncrease against the names compared as
+// strings, over every sequence of up to three of TestOrderCheck's names.
+func TestPairsIncrease(t *testing.T) {
+	names := []string{"", "a", "b", "ab", "abcdefgh", "abcdefgi", "abcdefgh0", "abcdefgh1", "abcdefg\xff", "__name__",
+		"kubernetes_namespace", "kubernetes_pod_name", "label_app_kubernetes_io_instance", "label_app_kubernetes_io_name"}
+	var seq func(ps []labelhash.Pair)
+	seq = func(ps []labelhash.Pair) {
+		want := len(ps) > 0 && len(ps[0].Name) > 0
+		for i := 1; i < len(ps); i++ {
+			if string(ps[i].Name) <= string(ps[i-1].Name) {
+				want = false
+			}
+		}
+		if got := PairsIncrease(ps); got != want {
+			t.Fatalf("PairsIncrease(%q) = %v, want %v", ps, got, want)
+		}
+		if len(ps) == 3 {
+			return
+		}
+		for _, n := range names {
+			seq(append(slices.Clip(ps), labelhash.Pair{Name: []byte(n), Value: []byte("v")}))
+		}
+	}
+	seq(nil)
+}
+
 func kind(bytes bool) string {
 	if bytes {
 		return "Add"

@@ -1,6 +1,7 @@
 package labelset
 
 import (
+	"bytes"
 	"encoding/binary"
 	"slices"
 
@@ -71,6 +72,24 @@ func KeyOrder(sorted bool, prev uint64, b []byte, n int) (bool, uint64) {
 	}
 	key := nameKey(b, n)
 	return sorted && key > prev, key
+}
+
+// PairsIncrease reports whether the names of ps increase strictly, compared
+// in full: the exact check a decoder makes once a series is gathered when
+// KeyOrder could not tell, as for names that share their first eight bytes
+// (Thanos's BenchmarkHandlerReceiveHTTP names, Kubernetes' "label_app_..."),
+// or for remote-write 2.0's pairs, resolved from the symbols. An empty name
+// sorts after nothing, as in KeyOrder, and so is never reported in order.
+func PairsIncrease(ps []labelhash.Pair) bool {
+	if len(ps) == 0 || len(ps[0].Name) == 0 {
+		return false
+	}
+	for i := 1; i < len(ps); i++ {
+		if bytes.Compare(ps[i-1].Name, ps[i].Name) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // PushPair returns ps one pair longer, for the caller to fill in place: a

@@ -46,7 +46,8 @@ func TestOrderCheck(t *testing.T) {
 }
 
 // TestPairsIncrease checks PairsIncrease against the names compared as
-// strings, over every sequence of up to three of TestOrderCheck's names.
+// strings, over every sequence of up to three names around the edges of
+// KeyOrder's eight-byte keys, with the empty name and repeated names.
 func TestPairsIncrease(t *testing.T) {
 	names := []string{"", "a", "b", "ab", "abcdefgh", "abcdefgi", "abcdefgh0", "abcdefgh1", "abcdefg\xff", "__name__",
 		"kubernetes_namespace", "kubernetes_pod_name", "label_app_kubernetes_io_instance", "label_app_kubernetes_io_name"}

@@ -274,9 +274,9 @@ func (b *Set) writeSorted(ps []labelhash.Pair) {
 // whose stream Equal compares in one comparison, and skips the copy into
 // the Set's pairs, which only its other methods read; in the builds whose
 // label sets have no such encoded form it compares the pairs one by one
-// and writes nothing. A lookup that confirms a cache's guess by its labels, and
-// takes the hash from the cache, so pays for no more (BenchmarkReceive in
-// package ingest, typical-500). The caller must then, before any other
+// and writes nothing. A lookup that confirms a cache's guess by its
+// labels, and takes the hash from the cache, so pays for no more
+// (BenchmarkReceive in package ingest, typical-500). The caller must then, before any other
 // method but EqualSortedPairs of the same ps, give the Set the same ps
 // with AddSortedPairs (or reset it): that adds them without writing them
 // again. It panics on a Set that holds pairs, whose hashers already hold
@@ -287,20 +287,17 @@ func (b *Set) EqualSortedPairs(ps []labelhash.Pair, ls labels.Labels) bool {
 	if len(b.pairs) > 0 {
 		panic("labelset: EqualSortedPairs on a Set that holds pairs")
 	}
-	if !streamComparable {
-		// Nothing to compare the stream with in this build: the pairs are
-		// compared one by one, and written to the hashers only if the
-		// caller then adds them.
-		return walkEqual(ls, len(ps), func(i int) (string, string) {
-			return bytestr.String(ps[i].Name), bytestr.String(ps[i].Value)
-		})
-	}
-	if !b.ahead {
-		b.writeSorted(ps)
-		b.ahead = true
-	}
-	if eq, ok := b.streamMatch(ls); ok {
-		return eq
+	// Without an encoded form to compare the stream with (streamComparable
+	// false), the pairs are compared one by one, and written to the
+	// hashers only if the caller then adds them.
+	if streamComparable {
+		if !b.ahead {
+			b.writeSorted(ps)
+			b.ahead = true
+		}
+		if eq, ok := b.streamMatch(ls); ok {
+			return eq
+		}
 	}
 	return walkEqual(ls, len(ps), func(i int) (string, string) {
 		return bytestr.String(ps[i].Name), bytestr.String(ps[i].Value)

@@ -122,6 +122,14 @@ func (t *Txn) lookup(s *decode.Series) (refcache.Handle, error) {
 	return t.v2.Lookup(s)
 }
 
+func (t *Txn) lookupBatch(series []refcache.SeriesLabels, hs []refcache.Handle, errs []error) {
+	if t.isV1 {
+		t.v1.LookupBatch(series, hs, errs)
+		return
+	}
+	t.v2.LookupBatch(series, hs, errs)
+}
+
 func (t *Txn) lookupTyped(s *typedSeries) (refcache.Handle, error) {
 	if t.isV1 {
 		return t.v1.Lookup(s)

@@ -75,6 +75,16 @@ type Decoder struct {
 	n    int      // the number of series yielded, for error messages
 	syms [][]byte // 2.0: the symbols table, views of buf
 	s    Series
+	sc   seriesScratch // what every Series of the Decoder shares
+	// win holds the series of NextBatch after the first, which is s; made
+	// as a batch first needs them and kept, configured as s is. batch is
+	// NextBatch's result.
+	win   []*Series
+	batch []*Series
+	// The settings every series of the window gets (SetInterner,
+	// SetSymbolTable).
+	interner interface{ Intern(b []byte) string }
+	symtab   *labels.SymbolTable
 	// maxExpanded bounds expanded, the label bytes of the 2.0 series
 	// yielded so far (SetMaxExpandedSize); 0 means no limit.
 	maxExpanded, expanded int64
@@ -105,8 +115,12 @@ func (d *Decoder) SetMaxExpandedSize(max int64) { d.maxExpanded = max }
 // goroutine only; one shared by several Decoders must be safe for concurrent
 // use by multiple goroutines.
 func (d *Decoder) SetInterner(in interface{ Intern(b []byte) string }) {
-	d.s.lb.Set.SetInterner(in)
-	d.s.exSet.SetInterner(in)
+	d.interner = in
+	d.sc.exSet.SetInterner(in)
+	d.s.setInterner(in)
+	for _, s := range d.win {
+		s.setInterner(in)
+	}
 }
 
 // SetSymbolTable sets the symbol table that [Series.Labels] and
@@ -115,8 +129,12 @@ func (d *Decoder) SetInterner(in interface{ Intern(b []byte) string }) {
 // first use, which then holds every distinct string the Decoder has built
 // labels from for as long as the Decoder lives. Other builds ignore it.
 func (d *Decoder) SetSymbolTable(t *labels.SymbolTable) {
-	d.s.lb.Set.SetSymbolTable(t)
-	d.s.exSet.SetSymbolTable(t)
+	d.symtab = t
+	d.sc.exSet.SetSymbolTable(t)
+	d.s.setSymbolTable(t)
+	for _, s := range d.win {
+		s.setSymbolTable(t)
+	}
 }
 
 // SetTenant makes the Decoder compute, for each series that the following
@@ -126,6 +144,9 @@ func (d *Decoder) SetSymbolTable(t *labels.SymbolTable) {
 // tenant applies until the next SetTenant.
 func (d *Decoder) SetTenant(tenant string) {
 	d.s.tenant, d.s.withTenant = tenant, true
+	for _, s := range d.win {
+		s.tenant, s.withTenant = tenant, true
+	}
 }
 
 // Reset starts decoding buf, an uncompressed request of type msg, which is
@@ -155,7 +176,14 @@ func (d *Decoder) Reset(buf []byte, msg remoteapi.WriteMessageType) error {
 		clear(d.syms) // drop the views of the previous request
 		d.syms = d.syms[:0]
 	}
-	d.s.trim()
+	d.sc.exSet.Trim(MaxDecoderRetained)
+	d.sc.exSet.Release()
+	d.s.trim(MaxDecoderRetained)
+	for _, s := range d.win {
+		s.trim(maxBatchRetained)
+	}
+	clear(d.batch[:cap(d.batch)])
+	d.batch = d.batch[:0]
 	d.long = len(buf) > labelset.MaxString
 	switch msg {
 	case remoteapi.WriteV1MessageType:
@@ -169,8 +197,10 @@ func (d *Decoder) Reset(buf []byte, msg remoteapi.WriteMessageType) error {
 		d.buf, d.rest = nil, nil
 		d.err = fmt.Errorf("decoding %q: %w", string(msg), ErrMessageType)
 	}
-	d.s.v2 = d.v2
-	d.s.syms = d.syms
+	d.s.v2, d.s.syms = d.v2, d.syms
+	for _, s := range d.win {
+		s.v2, s.syms = d.v2, d.syms
+	}
 	return d.err
 }
 
@@ -188,8 +218,71 @@ func (d *Decoder) Reset(buf []byte, msg remoteapi.WriteMessageType) error {
 // ToIntHistogram or ToFloatHistogram and of the generated code's Unmarshal
 // (see [Series.Histograms]).
 func (d *Decoder) Next() bool {
+	v, ok := d.nextSeries()
+	return ok && d.series(&d.s, v)
+}
+
+// MaxBatch is the most series [Decoder.NextBatch] yields at a time: as
+// many as a batch lookup of package ingest/refcache resolves together.
+const MaxBatch = 64
+
+// maxBatchRetained is MaxDecoderRetained for each series of a batch after
+// the first, so that a Decoder's batches keep at most twice what Next's
+// series keeps from one request to the next.
+const maxBatchRetained = MaxDecoderRetained / MaxBatch
+
+// NextBatch advances over the next series of the request, up to n of them
+// (at most [MaxBatch]; n < 1 is taken as 1), and returns them in request
+// order: each as [Decoder.Next] would have yielded it, in a Series of its
+// own, so that a caller can hold several at once (to resolve them together
+// with the LookupBatch of package ingest/refcache, whose cache misses then
+// overlap). It returns fewer than n at the end of the request or at the
+// first error, which [Decoder.Err] then returns, and none past either.
+//
+// The slice and its Series are valid until the next call to NextBatch,
+// Next or [Decoder.Reset]; the first Series is the one [Decoder.Series]
+// returns. The Decoder makes each Series of a batch once, as its batches
+// first grow to that size, and reuses them: each holds its own label set
+// and buffers (what Series shares with the others of its Decoder, it
+// shares). Their buffers are let go as Next's are, past a smaller size for
+// all but the first (MaxDecoderRetained divided by MaxBatch).
+func (d *Decoder) NextBatch(n int) []*Series {
+	n = min(max(n, 1), MaxBatch)
+	d.batch = d.batch[:0]
+	for len(d.batch) < n {
+		v, ok := d.nextSeries()
+		if !ok {
+			break
+		}
+		s := d.window(len(d.batch))
+		if !d.series(s, v) {
+			break
+		}
+		d.batch = append(d.batch, s)
+	}
+	return d.batch
+}
+
+// window returns the Series that holds the i-th series of a batch, made
+// and configured as d.s the first time.
+func (d *Decoder) window(i int) *Series {
+	if i == 0 {
+		return &d.s
+	}
+	for len(d.win) < i {
+		s := &Series{v2: d.v2, syms: d.syms, tenant: d.s.tenant, withTenant: d.s.withTenant}
+		s.setInterner(d.interner)
+		s.setSymbolTable(d.symtab)
+		d.win = append(d.win, s)
+	}
+	return d.win[i-1]
+}
+
+// nextSeries advances to the next time series of the request and returns
+// its message, or false at the end of the request or on an error.
+func (d *Decoder) nextSeries() ([]byte, bool) {
 	if d.err != nil {
-		return false
+		return nil, false
 	}
 	seriesField, seriesTag := v1FieldTimeseries, tagV1Timeseries
 	if d.v2 {
@@ -201,7 +294,7 @@ func (d *Decoder) Next() bool {
 		case seriesTag:
 			if v, n, ok := shortBytes(at[1:]); ok {
 				d.rest = at[1+n:]
-				return d.series(v)
+				return v, true
 			}
 		case tagV2Symbols: // 2.0 symbols, which Reset has indexed; in 1.0 an unknown field, skipped all the same
 			if _, n, ok := shortBytes(at[1:]); ok {
@@ -212,37 +305,37 @@ func (d *Decoder) Next() bool {
 		num, typ, n := protowire.ConsumeTag(at)
 		if n < 0 {
 			d.fail(parseError("field tag", at, n))
-			return false
+			return nil, false
 		}
 		b := at[n:]
 		switch {
 		case num == seriesField:
 			if typ != protowire.BytesType {
 				d.fail(wireTypeError("timeseries", at, typ))
-				return false
+				return nil, false
 			}
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				d.fail(parseError("timeseries", at, n))
-				return false
+				return nil, false
 			}
 			d.rest = b[n:]
-			return d.series(v)
+			return v, true
 		case !d.v2 && num == v1FieldMetadata:
 			// Prometheus's handler ignores 1.0 metadata, but its Unmarshal
 			// rejects a malformed one; so does the Decoder.
 			if typ != protowire.BytesType {
 				d.fail(wireTypeError("metadata", at, typ))
-				return false
+				return nil, false
 			}
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				d.fail(parseError("metadata", at, n))
-				return false
+				return nil, false
 			}
 			if e := checkMetricMetadata(v); e != nil {
 				d.fail(e)
-				return false
+				return nil, false
 			}
 			d.rest = b[n:]
 		default:
@@ -250,23 +343,24 @@ func (d *Decoder) Next() bool {
 			n := protowire.ConsumeFieldValue(num, typ, b)
 			if n < 0 {
 				d.fail(parseError("unknown field", at, n))
-				return false
+				return nil, false
 			}
 			d.rest = b[n:]
 		}
 	}
-	return false
+	return nil, false
 }
 
-// series decodes the TimeSeries message v into d.s for Next, which returns
-// what series returns.
-func (d *Decoder) series(v []byte) bool {
-	d.s.reset()
+// series decodes the TimeSeries message v into s, and reports whether
+// the request goes on (false after an error, which fails the Decoder).
+func (d *Decoder) series(s *Series, v []byte) bool {
+	s.sc = &d.sc
+	s.reset()
 	var e *decodeError
 	if d.v2 {
-		e = d.s.decodeV2(v)
+		e = s.decodeV2(v)
 	} else {
-		e = d.s.decodeV1(v)
+		e = s.decodeV1(v)
 	}
 	if e != nil {
 		e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
@@ -274,18 +368,18 @@ func (d *Decoder) series(v []byte) bool {
 		return false
 	}
 	if d.long {
-		d.checkLengths(v)
+		d.checkLengths(s, v)
 	}
-	if d.v2 && d.maxExpanded > 0 && !d.expand(v) {
+	if d.v2 && d.maxExpanded > 0 && !d.expand(s, v) {
 		return false
 	}
-	if d.s.bad != nil {
-		d.s.bad.what = fmt.Sprintf("timeseries %d: %s", d.n, d.s.bad.what)
-		d.s.err = d.format(d.s.bad)
+	if s.bad != nil {
+		s.bad.what = fmt.Sprintf("timeseries %d: %s", d.n, s.bad.what)
+		s.err = d.format(s.bad)
 	}
-	for _, e := range d.s.badEx {
+	for _, e := range s.badEx {
 		e.what = fmt.Sprintf("timeseries %d: %s", d.n, e.what)
-		d.s.exErrs = append(d.s.exErrs, d.format(e))
+		s.exErrs = append(s.exErrs, d.format(e))
 	}
 	d.n++
 	return true
@@ -293,8 +387,7 @@ func (d *Decoder) series(v []byte) bool {
 
 // expand adds the label bytes of the 2.0 series v, decoded, to the
 // request's, and fails the request if they go past the limit.
-func (d *Decoder) expand(v []byte) bool {
-	s := &d.s
+func (d *Decoder) expand(s *Series, v []byte) bool {
 	n := 0
 	for _, p := range s.lb.Pairs {
 		n += len(p.Name) + len(p.Value)
@@ -318,8 +411,7 @@ func (d *Decoder) expand(v []byte) bool {
 // with one, as for a reference that does not resolve. Only a request
 // longer than labelset.MaxString can hold one, so that Next checks only
 // those.
-func (d *Decoder) checkLengths(v []byte) {
-	s := &d.s
+func (d *Decoder) checkLengths(s *Series, v []byte) {
 	if s.bad == nil {
 		for _, p := range s.lb.Pairs {
 			if n := max(len(p.Name), len(p.Value)); n > labelset.MaxString {
@@ -329,14 +421,15 @@ func (d *Decoder) checkLengths(v []byte) {
 		}
 	}
 	kept := s.rawEx[:0]
+	exSet := &d.sc.exSet
 	for _, b := range s.rawEx {
-		s.exSet.Reset()
+		exSet.Reset()
 		if d.v2 {
-			_, _, _ = parseExemplarV2(b, s.syms, &s.exSet)
+			_, _, _ = parseExemplarV2(b, s.syms, exSet)
 		} else {
-			_, _, _ = parseExemplarV1(b, &s.exSet)
+			_, _, _ = parseExemplarV1(b, exSet)
 		}
-		if n := s.exSet.MaxLen(); n > labelset.MaxString {
+		if n := exSet.MaxLen(); n > labelset.MaxString {
 			s.badEx = append(s.badEx, &decodeError{kind: ErrLabelTooLong, at: b, what: fmt.Sprintf("exemplar label of %d bytes, more than %d", n, labelset.MaxString)})
 			continue
 		}
@@ -355,7 +448,8 @@ func (d *Decoder) Err() error { return d.err }
 // Series returns the current series, the one the last call to [Decoder.Next]
 // advanced to; it must not be used after Next returned false. The Series and
 // everything it returns that is not documented as copied are valid until the
-// next call to Next or [Decoder.Reset]: it is a view, owned by the Decoder.
+// next call to Next, [Decoder.NextBatch] or [Decoder.Reset]: it is a view,
+// owned by the Decoder.
 func (d *Decoder) Series() *Series { return &d.s }
 
 // fail records e as the Decoder's error, with the message type and the
@@ -377,8 +471,9 @@ func (d *Decoder) format(e *decodeError) error {
 
 // Series is one time series of a request being decoded by a [Decoder]: a
 // view of the request buffer and of the Decoder's reused state, valid until
-// the Decoder's next Next or Reset. It is not safe for concurrent use by
-// multiple goroutines.
+// the Decoder's next Next, NextBatch or Reset (where the documentation of
+// its methods says "next Next", read "next Next or NextBatch"). It is not
+// safe for concurrent use by multiple goroutines.
 type Series struct {
 	v2   bool
 	syms [][]byte         // the Decoder's symbols table (2.0)
@@ -390,7 +485,7 @@ type Series struct {
 	rawEx  [][]byte // the exemplar messages, checked by Next
 	ex     []exemplar.Exemplar
 	exDone bool // ex holds rawEx materialised
-	exSet  labelset.Set
+	sc     *seriesScratch
 
 	// The 2.0 metadata fields, checked against syms by Next. The type and
 	// the references are truncated from the wire's varints to 32 bits, as
@@ -405,10 +500,6 @@ type Series struct {
 	err    error
 	exErrs []error
 
-	// Reused messages that the generated code decodes histograms into.
-	h1 prompb.Histogram
-	h2 writev2.Histogram
-
 	tenant     string // set by Decoder.SetTenant
 	withTenant bool
 }
@@ -420,29 +511,50 @@ type Series struct {
 // needed.
 const MaxDecoderRetained = 1 << 16
 
+// seriesScratch is what the Series of a Decoder share: state that a
+// Series uses within one call and is done with when it returns (the
+// labels of one exemplar, before they are built; one histogram message,
+// before it is converted), one call at a time on the Decoder's goroutine,
+// kept once so that each Series of a batch (NextBatch) need not hold its
+// own.
+type seriesScratch struct {
+	exSet labelset.Set
+	// Reused messages that the generated code decodes histograms into.
+	h1 prompb.Histogram
+	h2 writev2.Histogram
+}
+
+// setInterner and setSymbolTable are the Decoder's settings, for the
+// label set of s.
+func (s *Series) setInterner(in interface{ Intern(b []byte) string }) {
+	s.lb.Set.SetInterner(in)
+}
+
+func (s *Series) setSymbolTable(t *labels.SymbolTable) {
+	s.lb.Set.SetSymbolTable(t)
+}
+
 // trim is reset between requests: it also lets go of buffers that grew past
-// MaxDecoderRetained.
-func (s *Series) trim() {
-	s.lb.Set.Trim(MaxDecoderRetained)
-	s.exSet.Trim(MaxDecoderRetained)
-	// reset keeps the strings of earlier series in the Sets' buffers:
+// maxRetained elements.
+func (s *Series) trim(maxRetained int) {
+	s.lb.Set.Trim(maxRetained)
+	// reset keeps the strings of earlier series in the Set's buffers:
 	// drop the views of the previous request.
 	s.lb.Set.Release()
-	s.exSet.Release()
-	if cap(s.samples) > MaxDecoderRetained {
+	if cap(s.samples) > maxRetained {
 		s.samples = nil
 	}
-	if cap(s.lb.Pairs) > MaxDecoderRetained {
+	if cap(s.lb.Pairs) > maxRetained {
 		s.lb.Pairs = nil
 	}
 	clear(s.lb.Pairs[:cap(s.lb.Pairs)]) // drop the views of the previous request
-	if cap(s.hists) > MaxDecoderRetained {
+	if cap(s.hists) > maxRetained {
 		s.hists = nil
 	}
-	if cap(s.rawEx) > MaxDecoderRetained {
+	if cap(s.rawEx) > maxRetained {
 		s.rawEx = nil
 	}
-	if cap(s.ex) > MaxDecoderRetained {
+	if cap(s.ex) > maxRetained {
 		s.ex = nil
 	}
 	s.reset()
@@ -466,7 +578,6 @@ func (s *Series) reset() {
 	clear(s.ex)
 	s.ex = s.ex[:0]
 	s.exDone = false
-	s.exSet.Reset()
 	s.metaType, s.metaHelp, s.metaUnit = 0, 0, 0
 	s.bad, s.err = nil, nil
 	clear(s.badEx)
@@ -670,21 +781,22 @@ func (s *Series) Exemplars() []exemplar.Exemplar {
 		return s.ex
 	}
 	s.exDone = true
+	exSet := &s.sc.exSet
 	for _, b := range s.rawEx {
-		s.exSet.Reset()
+		exSet.Reset()
 		var e exemplar.Exemplar
 		if s.v2 {
 			if refs, value, ts, ok := fastExemplarV2(b, s.syms); ok {
-				addRefs(&s.exSet, refs, s.syms)
+				addRefs(exSet, refs, s.syms)
 				e.Value, e.Ts = value, ts
 			} else {
-				e.Value, e.Ts, _ = parseExemplarV2(b, s.syms, &s.exSet)
+				e.Value, e.Ts, _ = parseExemplarV2(b, s.syms, exSet)
 			}
 		} else {
-			e.Value, e.Ts, _ = parseExemplarV1(b, &s.exSet)
+			e.Value, e.Ts, _ = parseExemplarV1(b, exSet)
 		}
 		// Next checked the message, so the error is nil.
-		e.Labels = s.exSet.Labels()
+		e.Labels = exSet.Labels()
 		e.HasTs = e.Ts != 0
 		s.ex = append(s.ex, e)
 	}

@@ -114,11 +114,41 @@ func decWantV2(req *writev2.Request) (want []decSeries) {
 // on the way that the accessors agree with each other. The metadata strings
 // are copied: they are the only results that alias buf.
 func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMessageType) ([]decSeries, error) {
+	return decDecodeBatches(tb, d, buf, msg, 0)
+}
+
+// decEach calls f for each series of the request d was reset to: as
+// Next yields them if batch is 0, else as NextBatch(batch) yields them,
+// each batch whole before f sees its first series, so that what one
+// series of a batch shares with another shows.
+func decEach(d *Decoder, batch int, f func(s *Series)) {
+	if batch == 0 {
+		for d.Next() {
+			f(d.Series())
+		}
+		return
+	}
+	for {
+		b := d.NextBatch(batch)
+		if len(b) == 0 {
+			return
+		}
+		if len(b) > min(max(batch, 1), MaxBatch) {
+			panic(fmt.Sprintf("NextBatch(%d) returned %d series", batch, len(b)))
+		}
+		for _, s := range b {
+			f(s)
+		}
+	}
+}
+
+// decDecodeBatches is decDecodeAll with the series as decEach yields
+// them.
+func decDecodeBatches(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMessageType, batch int) ([]decSeries, error) {
 	tb.Helper()
 	_ = d.Reset(buf, msg) // its error is d.Err
 	var out []decSeries
-	for d.Next() {
-		s := d.Series()
+	decEach(d, batch, func(s *Series) {
 		if err := s.Err(); err != nil {
 			if !errors.Is(err, ErrSymbolRef) {
 				tb.Fatalf("Series.Err() = %v, want ErrSymbolRef", err)
@@ -128,7 +158,7 @@ func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMess
 			}
 			decCheckMatchesNothing(tb, s)
 			out = append(out, decSeries{bad: true})
-			continue
+			return
 		}
 		for _, err := range s.ExemplarErrs() {
 			if !errors.Is(err, ErrSymbolRef) {
@@ -171,7 +201,7 @@ func decDecodeAll(tb testing.TB, d *Decoder, buf []byte, msg remoteapi.WriteMess
 			tb.Fatalf("Series.Metadata() ok = %v for %s", ok, msg)
 		}
 		out = append(out, ds)
-	}
+	})
 	if d.Err() == nil {
 		decCheckEqualPending(tb, buf, msg, out)
 	}
@@ -396,6 +426,19 @@ func decCheck(tb testing.TB, d *Decoder, in []byte, msg remoteapi.WriteMessageTy
 	if err != nil && !errors.Is(err, ErrMalformed) {
 		tb.Fatalf("Decoder.Err() = %v, want ErrMalformed", err)
 	}
+	// NextBatch yields what Next yields, up to the same error, with every
+	// series of a batch held at once: in batches of one, of a few, or of
+	// MaxBatch, by the request's length.
+	batch := []int{1, 7, MaxBatch}[len(in)%3]
+	bbuf := slices.Clone(in)
+	gotB, errB := decDecodeBatches(tb, d, bbuf, msg, batch)
+	for i := range bbuf {
+		bbuf[i] = ^bbuf[i]
+	}
+	if fmt.Sprint(errB) != fmt.Sprint(err) {
+		tb.Fatalf("NextBatch(%d): Decoder.Err() = %v, Next's %v", batch, errB, err)
+	}
+	decCompare(tb, gotB, got)
 
 	var want []decSeries
 	var gerr error

@@ -195,22 +195,25 @@ func TestDecodeTenantHash(t *testing.T) {
 			{v1Msg, decMarshal(t, decGenV1(r, 100))},
 			{v2Msg, decMarshal(t, decGenV2(r, 100))},
 		} {
-			_ = d.Reset(c.buf, c.msg)
-			for d.Next() {
-				s := d.Series()
-				ls := s.Labels()
-				if decHasDupNames(ls) {
-					continue
+			// Next, and batches whose series past the first the Decoder
+			// made before or after SetTenant.
+			for _, batch := range []int{0, 3, MaxBatch} {
+				_ = d.Reset(c.buf, c.msg)
+				decEach(&d, batch, func(s *Series) {
+					ls := s.Labels()
+					if decHasDupNames(ls) {
+						return
+					}
+					if got, want := s.tenantHash(), decTenantHash(tenant, ls); got != want {
+						t.Fatalf("batch %d: TenantHash() of %s for tenant %q = %#x, want %#x", batch, ls, tenant, got, want)
+					}
+					if got, want := s.Hash(), ls.Hash(); got != want {
+						t.Fatalf("batch %d: Hash() of %s with a tenant = %#x, want %#x", batch, ls, got, want)
+					}
+				})
+				if err := d.Err(); err != nil {
+					t.Fatalf("Err() = %v", err)
 				}
-				if got, want := s.tenantHash(), decTenantHash(tenant, ls); got != want {
-					t.Fatalf("TenantHash() of %s for tenant %q = %#x, want %#x", ls, tenant, got, want)
-				}
-				if got, want := s.Hash(), ls.Hash(); got != want {
-					t.Fatalf("Hash() of %s with a tenant = %#x, want %#x", ls, got, want)
-				}
-			}
-			if err := d.Err(); err != nil {
-				t.Fatalf("Err() = %v", err)
 			}
 		}
 	}
@@ -227,6 +230,14 @@ func TestDecodeTenantHash(t *testing.T) {
 	decode()
 	if got := testing.AllocsPerRun(20, decode); got != 0 {
 		t.Fatalf("AllocsPerRun(Next, TenantHash, Hash) = %v, want 0", got)
+	}
+	decodeBatches := func() {
+		_ = d.Reset(buf, v2Msg)
+		decEach(&d, MaxBatch, func(s *Series) { _ = s.tenantHash() + s.Hash() })
+	}
+	decodeBatches()
+	if got := testing.AllocsPerRun(20, decodeBatches); got != 0 {
+		t.Fatalf("AllocsPerRun(NextBatch, TenantHash, Hash) = %v, want 0", got)
 	}
 }
 

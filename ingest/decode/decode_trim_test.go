@@ -22,16 +22,33 @@ func TestDecoderTrim(t *testing.T) {
 	big := decMarshal(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{ts}})
 	small := decSmallV1(t)
 
+	// With batches, the big series is the second of its batch, in a
+	// Series that only NextBatch uses.
+	batched := decMarshal(t, &prompb.WriteRequest{Timeseries: []prompb.TimeSeries{{Labels: []prompb.Label{{Name: "a", Value: "b"}}}, ts}})
+	for _, batch := range []int{0, MaxBatch} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) { decTrimCheck(t, big, batched, small, n, batch) })
+	}
+}
+
+func decTrimCheck(t *testing.T, big, batched, small []byte, n, batch int) {
 	retained := func(decodeBig bool) int64 {
 		var d Decoder
 		if decodeBig {
-			if err := d.Reset(big, remoteapi.WriteV1MessageType); err != nil {
+			req := big
+			if batch > 0 {
+				req = batched
+			}
+			if err := d.Reset(req, remoteapi.WriteV1MessageType); err != nil {
 				t.Fatal(err)
 			}
-			for d.Next() {
-				if got := len(d.Series().Samples()); got != n {
-					t.Fatalf("decoded %d samples, want %d", got, n)
+			seen := 0
+			decEach(&d, batch, func(s *Series) {
+				if got := len(s.Samples()); got == n {
+					seen++
 				}
+			})
+			if seen != 1 {
+				t.Fatalf("decoded %d series of %d samples, want 1", seen, n)
 			}
 			if err := d.Err(); err != nil {
 				t.Fatal(err)
@@ -40,8 +57,7 @@ func TestDecoderTrim(t *testing.T) {
 		if err := d.Reset(small, remoteapi.WriteV1MessageType); err != nil {
 			t.Fatal(err)
 		}
-		for d.Next() {
-		}
+		decEach(&d, batch, func(*Series) {})
 		runtime.GC()
 		runtime.GC()
 		var ms runtime.MemStats
@@ -56,7 +72,7 @@ func TestDecoderTrim(t *testing.T) {
 	if grown := after - base; grown > 1<<20 {
 		t.Fatalf("a Decoder reset after a 100k-label series retains %d more bytes, want under 1 MiB", grown)
 	}
-	if cap(big) == 0 { // keep big alive through both measurements
+	if cap(big) == 0 || cap(batched) == 0 { // keep both alive through both measurements
 		t.Fatal("empty request")
 	}
 }

@@ -213,9 +213,9 @@ func parseExemplarV1(b []byte, set *labelset.Set) (value float64, ts int64, e *d
 }
 
 // histogramV1 decodes a prometheus.Histogram with the generated code into
-// the reused s.h1 and appends its conversion to s.hists.
+// the reused s.sc.h1 and appends its conversion to s.hists.
 func (s *Series) histogramV1(b []byte) *decodeError {
-	h := &s.h1
+	h := &s.sc.h1
 	// Reuse only what the conversion copies: it keeps the bucket and
 	// custom-value slices in the histogram it returns, so those must be
 	// fresh for each histogram.

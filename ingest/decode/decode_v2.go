@@ -403,10 +403,10 @@ func (s *Series) parseMetadataV2(b []byte) *decodeError {
 }
 
 // histogramV2 decodes an io.prometheus.write.v2.Histogram with the
-// generated code into the reused s.h2 and appends its conversion to
+// generated code into the reused s.sc.h2 and appends its conversion to
 // s.hists.
 func (s *Series) histogramV2(b []byte) *decodeError {
-	h := &s.h2
+	h := &s.sc.h2
 	// As in histogramV1: the conversion keeps the bucket and custom-value
 	// slices, so only the others are reused.
 	*h = writev2.Histogram{

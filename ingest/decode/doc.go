@@ -8,7 +8,10 @@
 // remote.DecodeWriteRequest, io.ReadAll and proto.Unmarshal do for a
 // receiver, without the copies: a series' labels are built only when a
 // caller asks for them. With the tenant, a series also gives the routing
-// hash of a Thanos hashring ([Series.ThanosHash]).
+// hash of a Thanos hashring ([Series.ThanosHash]). [Decoder.NextBatch]
+// yields series several at a time, each in a Series of its own, for a
+// caller that resolves them together (the LookupBatch of package
+// ingest/refcache, as package ingest's handler does).
 //
 // Concurrency: a [BodyReader] is safe for concurrent use and meant to be
 // shared by a server's requests (its in-flight budget bounds them all); a

@@ -42,6 +42,7 @@ func receiveCases() []receiveCase {
 		{name: "typical-5000", reqs: typical(5000)},
 		{name: "typical-20000", reqs: typical(20000)},
 		{name: "resharded-5000", reqs: typical(5000), reshard: true},
+		{name: "resharded-50000", reqs: typical(50000), reshard: true},
 		{name: "large-3x10MiB", reqs: func(testing.TB) []*workload.Request { return []*workload.Request{workload.Large(3, 10<<20)} }},
 		{name: "captured-rw1", reqs: captured(1)},
 		{name: "captured-rw2", reqs: captured(2), partial: true},
@@ -80,6 +81,11 @@ func receiveCases() []receiveCase {
 // status=conflict the stale ops are encoded ahead like those of status=ok,
 // each in its own order, all at the same old timestamp, so that no order
 // repeats from op to op (up to the 16 MiB of bodies encoded at a time).
+// resharded-50000 is the same with ten times the series, whose cache
+// entries and head series no longer fit in the CPU's caches: the lookups
+// of each request then read them from memory (collect's batches), and
+// its decoded request is past maxPooledRequest, so that each op's worker
+// gets a new Decoder afterwards.
 //
 // The multi-tenant case, tenants-100x500, is examples/receiver's
 // BenchmarkReceive, through the receiver's tenant router.

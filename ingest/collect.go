@@ -7,10 +7,10 @@ import (
 	"github.com/ingestkit/ingestkit/ingest/refcache"
 )
 
-// collectBatch is how many series collect decodes and resolves at a time:
-// decode.MaxBatch, as many as refcache's LookupBatch resolves together.
-// TestCollectBatches sets it to 1, collect's path of one series at a time,
-// to compare the two.
+// collectBatch is how many series collect decodes and resolves at a time
+// once it resolves them in batches: decode.MaxBatch, as many as refcache's
+// LookupBatch resolves together. TestCollectBatches sets it to 1,
+// collect's path of one series at a time, to compare the two.
 var collectBatch = decode.MaxBatch
 
 // collect reads every series of the request, resolves it in the request's
@@ -23,15 +23,18 @@ var collectBatch = decode.MaxBatch
 // is then refused whole.
 func (wk *worker) collect(c *requestCounts, v2 bool) error {
 	h, d := wk.h, &wk.dec
-	// The series are resolved a batch at a time, their cache misses
-	// overlapping (refcache's LookupBatch: BenchmarkReceive,
-	// case=resharded-5000), but for those with metadata or type and unit
-	// labels, which lookup resolves one by one.
-	st := collectState{active: -1, batched: collectBatch > 1 && (!v2 || !(h.metadata || h.typeUnit))}
+	// The series are resolved one at a time while the cache's guesses
+	// hold, as they do for a sender that keeps its order: each is found as
+	// the guess of the one before, with no cache miss to overlap. Once one
+	// is found other than by its guess (the sender resharded or
+	// relabelled), the rest of the request is resolved a batch at a time,
+	// their cache misses overlapping (refcache's LookupBatch:
+	// BenchmarkReceive, case=resharded-5000), so that only the workers of
+	// such requests hold the Series of a batch (decode.NextBatch). Series
+	// with metadata or type-and-unit labels are resolved one by one.
+	canBatch := collectBatch > 1 && (!v2 || !(h.metadata || h.typeUnit))
+	st := collectState{active: -1}
 	n := 1
-	if st.batched {
-		n = collectBatch
-	}
 	for {
 		batch := d.NextBatch(n)
 		if len(batch) == 0 {
@@ -44,6 +47,9 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 		for bi, s := range batch {
 			st.bi = bi
 			wk.collectSeries(s, &st, c, v2)
+		}
+		if canBatch && !st.batched && wk.tx.guessFailed() {
+			st.batched, n = true, collectBatch
 		}
 	}
 	return d.Err()

@@ -130,6 +130,15 @@ func (t *Txn) lookupBatch(series []refcache.SeriesLabels, hs []refcache.Handle, 
 	t.v2.LookupBatch(series, hs, errs)
 }
 
+// guessFailed reports whether a series of the transaction was found in
+// the cache other than as the guess of the series before it (its first
+// series, which has none, aside): the request is not in the order of the
+// last one.
+func (t *Txn) guessFailed() bool {
+	st := t.stats()
+	return st.CacheHits-st.Guessed > 1
+}
+
 func (t *Txn) lookupTyped(s *typedSeries) (refcache.Handle, error) {
 	if t.isV1 {
 		return t.v1.Lookup(s)

@@ -11,7 +11,8 @@
 // hash of a Thanos hashring ([Series.ThanosHash]). [Decoder.NextBatch]
 // yields series several at a time, each in a Series of its own, for a
 // caller that resolves them together (the LookupBatch of package
-// ingest/refcache, as package ingest's handler does).
+// ingest/refcache, as package ingest's handler does for a request whose
+// series come in another order than the last one's).
 //
 // Concurrency: a [BodyReader] is safe for concurrent use and meant to be
 // shared by a server's requests (its in-flight budget bounds them all); a

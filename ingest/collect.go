@@ -29,7 +29,7 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 	// is found other than by its guess (the sender resharded or
 	// relabelled), the rest of the request is resolved a batch at a time,
 	// their cache misses overlapping (refcache's LookupBatch:
-	// BenchmarkReceive, case=resharded-5000), so that only the workers of
+	// BenchmarkReceive, case=resharded-50000), so that only the workers of
 	// such requests hold the Series of a batch (decode.NextBatch). Series
 	// with metadata or type-and-unit labels are resolved one by one.
 	canBatch := collectBatch > 1 && (!v2 || !(h.metadata || h.typeUnit))
@@ -40,13 +40,13 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 		if len(batch) == 0 {
 			break
 		}
+		wk.checkLimits(batch)
 		if st.batched {
 			wk.lookupBatch(batch)
 		}
 		st.looked = 0
 		for bi, s := range batch {
-			st.bi = bi
-			wk.collectSeries(s, &st, c, v2)
+			wk.collectSeries(s, bi, &st, c, v2)
 		}
 		if canBatch && !st.batched && wk.tx.guessFailed() {
 			st.batched, n = true, collectBatch
@@ -65,15 +65,15 @@ type collectState struct {
 	// response only counts it, so it is not formatted (captured 2.0
 	// requests hold thousands of series without samples).
 	listed int
-	// batched is whether the series were resolved by lookupBatch, bi the
-	// current series' place in its batch, and looked the place among the
-	// batch's lookups of the next series resolved.
-	batched    bool
-	bi, looked int
+	// batched is whether the series are resolved by lookupBatch, and
+	// looked the place among the batch's lookups of the next series
+	// resolved.
+	batched bool
+	looked  int
 }
 
-// collectSeries is collect for the series s.
-func (wk *worker) collectSeries(s *decode.Series, st *collectState, c *requestCounts, v2 bool) {
+// collectSeries is collect for the series s, the bi-th of its batch.
+func (wk *worker) collectSeries(s *decode.Series, bi int, st *collectState, c *requestCounts, v2 bool) {
 	h := wk.h
 	c.series++
 	samples, hists := s.Samples(), s.Histograms()
@@ -99,13 +99,7 @@ func (wk *worker) collectSeries(s *decode.Series, st *collectState, c *requestCo
 			skip(mk(), true)
 		}
 	}
-	var limitErr error
-	switch {
-	case st.batched:
-		limitErr = wk.limitErrs[st.bi]
-	case s.Err() == nil && h.limits.set:
-		limitErr = h.limits.check(s)
-	}
+	limitErr := wk.limitErrs[bi]
 	switch err := s.Err(); {
 	case err != nil:
 		// 2.0 label or metadata references that do not resolve, or a
@@ -209,22 +203,28 @@ func (wk *worker) collectSeries(s *decode.Series, st *collectState, c *requestCo
 	wk.handles = append(wk.handles, hd)
 }
 
-// lookupBatch checks the label limits of the series of batch, into
-// wk.limitErrs, and resolves those that pass them and have no error
-// together (refcache's LookupBatch), into wk.lookedHs and wk.lookedErr in
-// batch order: what collect's lookup would do for each in turn.
-func (wk *worker) lookupBatch(batch []*decode.Series) {
+// checkLimits sets wk.limitErrs[i] to the label limits' error of the
+// series batch[i], nil for one without an error that passes them or with
+// an error of its own (which collectSeries reports first).
+func (wk *worker) checkLimits(batch []*decode.Series) {
 	h := wk.h
-	k := 0
 	for i, s := range batch {
 		wk.limitErrs[i] = nil
-		if s.Err() != nil {
-			continue
+		if s.Err() == nil && h.limits.set {
+			wk.limitErrs[i] = h.limits.check(s)
 		}
-		if h.limits.set {
-			if wk.limitErrs[i] = h.limits.check(s); wk.limitErrs[i] != nil {
-				continue
-			}
+	}
+}
+
+// lookupBatch resolves the series of batch without an error that pass the
+// label limits (checkLimits) together (refcache's LookupBatch), into
+// wk.lookedHs and wk.lookedErr in batch order: what collect's lookup would
+// do for each in turn.
+func (wk *worker) lookupBatch(batch []*decode.Series) {
+	k := 0
+	for i, s := range batch {
+		if s.Err() != nil || wk.limitErrs[i] != nil {
+			continue
 		}
 		wk.looked[k] = s
 		k++

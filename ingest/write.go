@@ -86,10 +86,11 @@ type worker struct {
 	trackLabels [trackBatch]labels.Labels
 	tracked     int
 
-	// A batch of the Decoder (decode.NextBatch), resolved together by
-	// lookupBatch: the label limits' errors by series of the batch, the
-	// series resolved (those without an error), and their handles and
-	// errors by position among them. Arrays for the reason above.
+	// A batch of the Decoder (decode.NextBatch): the label limits' errors
+	// by series of the batch (checkLimits), and, once collect resolves
+	// batches together (lookupBatch), the series resolved (those without
+	// an error) and their handles and errors by position among them.
+	// Arrays for the reason above.
 	limitErrs [decode.MaxBatch]error
 	looked    [decode.MaxBatch]refcache.SeriesLabels
 	lookedHs  [decode.MaxBatch]refcache.Handle

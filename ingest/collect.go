@@ -3,6 +3,8 @@ package ingest
 import (
 	"fmt"
 
+	"github.com/prometheus/prometheus/model/metadata"
+
 	"github.com/ingestkit/ingestkit/ingest/decode"
 	"github.com/ingestkit/ingestkit/ingest/refcache"
 )
@@ -12,6 +14,12 @@ import (
 // LookupBatch resolves together. TestCollectBatches sets it to 1,
 // collect's path of one series at a time, to compare the two.
 var collectBatch = decode.MaxBatch
+
+// guessCheck is how many series collect resolves one at a time between
+// its reads of the transaction's counts (Txn.guessFailed): reading them
+// after every series is a cost the path of a sender that keeps its order
+// pays on every series (BenchmarkReceive, case=typical-5000).
+const guessCheck = 16
 
 // collect reads every series of the request, resolves it in the request's
 // transaction and decides whether it is appended, as Prometheus's handler
@@ -27,7 +35,8 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 	// hold, as they do for a sender that keeps its order: each is found as
 	// the guess of the one before, with no cache miss to overlap. Once one
 	// is found other than by its guess (the sender resharded or
-	// relabelled), the rest of the request is resolved a batch at a time,
+	// relabelled), which collect checks every guessCheck series, the rest
+	// of the request is resolved a batch at a time,
 	// their cache misses overlapping (refcache's LookupBatch:
 	// BenchmarkReceive, case=resharded-50000), so that only the workers of
 	// such requests hold the Series of a batch (decode.NextBatch). Series
@@ -48,7 +57,7 @@ func (wk *worker) collect(c *requestCounts, v2 bool) error {
 		for bi, s := range batch {
 			wk.collectSeries(s, bi, &st, c, v2)
 		}
-		if canBatch && !st.batched && wk.tx.guessFailed() {
+		if canBatch && !st.batched && c.series%guessCheck == 0 && wk.tx.guessFailed() {
 			st.batched, n = true, collectBatch
 		}
 	}
@@ -81,6 +90,7 @@ func (wk *worker) collectSeries(s *decode.Series, bi int, st *collectState, c *r
 	wk.hists = append(wk.hists, hists...)
 	r := record{}
 	var hd refcache.Handle
+	var meta metadata.Metadata
 	skip := func(err error, list bool) {
 		r.skip = true
 		r.invalid = len(samples) + len(hists)
@@ -116,7 +126,7 @@ func (wk *worker) collectSeries(s *decode.Series, bi int, st *collectState, c *r
 			}
 			st.looked++
 		} else {
-			wk.lookup(s, &hd, &r, v2)
+			wk.lookup(s, &hd, &r, &meta, v2)
 		}
 		if r.skip {
 			break
@@ -201,6 +211,9 @@ func (wk *worker) collectSeries(s *decode.Series, bi int, st *collectState, c *r
 	r.samplesEnd, r.histsEnd, r.exsEnd, r.preEnd = len(wk.samples), len(wk.hists), len(wk.exs), len(wk.preErrs)
 	wk.recs = append(wk.recs, r)
 	wk.handles = append(wk.handles, hd)
+	if v2 && h.metadata {
+		wk.metas = append(wk.metas, meta)
+	}
 }
 
 // checkLimits sets wk.limitErrs[i] to the label limits' error of the
@@ -239,9 +252,9 @@ func hasExemplars(s *decode.Series) bool {
 }
 
 // lookup resolves s into *hd in the request's transaction, with the labels
-// and metadata of Options' features; a series it cannot resolve is
-// skipped in r.
-func (wk *worker) lookup(s *decode.Series, hd *refcache.Handle, r *record, v2 bool) {
+// and metadata of Options' features, setting *meta to the metadata the
+// series is appended with; a series it cannot resolve is skipped in r.
+func (wk *worker) lookup(s *decode.Series, hd *refcache.Handle, r *record, meta *metadata.Metadata, v2 bool) {
 	h, a := wk.h, &wk.tx
 	// Prometheus's handler reads the metadata before it validates the
 	// labels, which its type-and-unit-labels feature rewrites; with
@@ -249,7 +262,7 @@ func (wk *worker) lookup(s *decode.Series, hd *refcache.Handle, r *record, v2 bo
 	typed := false
 	if v2 && (h.metadata || h.typeUnit) {
 		if h.metadata {
-			r.opts.Metadata, _ = s.OwnedMetadata(&h.metaStrings)
+			*meta, _ = s.OwnedMetadata(&h.metaStrings)
 		}
 		if m, _ := s.Metadata(); h.typeUnit && needsTypeAndUnit(m) {
 			wk.typed.reset(s, m)

@@ -11,6 +11,7 @@ import (
 	remoteapi "github.com/prometheus/client_golang/exp/api/remote"
 	"github.com/prometheus/prometheus/model/exemplar"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/metadata"
 	"github.com/prometheus/prometheus/prompb"
 	"github.com/prometheus/prometheus/tsdb/tsdbutil"
 
@@ -38,7 +39,7 @@ func TestRetainedBuffersBounded(t *testing.T) {
 		return buffers{
 			"handles": cap(wk.handles), "recs": cap(wk.recs), "samples": cap(wk.samples), "sampleErrs": cap(wk.sampleErrs),
 			"hists": cap(wk.hists), "histErrs": cap(wk.histErrs), "exs": cap(wk.exs), "preErrs": cap(wk.preErrs),
-			"order": cap(wk.order),
+			"order": cap(wk.order), "metas": cap(wk.metas),
 		}
 	}
 	for _, shape := range []struct {
@@ -52,7 +53,7 @@ func TestRetainedBuffersBounded(t *testing.T) {
 		{"series", remoteapi.WriteV1MessageType, Options{}, []string{"handles", "recs", "samples", "sampleErrs"}, floats},
 		// 2.0 series with AppendMetadata are appended in request order
 		// (appendOrder).
-		{"metadata", remoteapi.WriteV2MessageType, Options{AppendMetadata: true}, []string{"handles", "recs", "samples", "sampleErrs", "order"}, floats},
+		{"metadata", remoteapi.WriteV2MessageType, Options{AppendMetadata: true}, []string{"handles", "recs", "samples", "sampleErrs", "order", "metas"}, floats},
 		{"samples", remoteapi.WriteV1MessageType, Options{}, []string{"samples", "sampleErrs"}, func(n int) []difftest.Series {
 			s := difftest.Series{Labels: labels.FromStrings("__name__", "samples")}
 			for i := range n {
@@ -111,7 +112,7 @@ func TestRetainedBuffersBounded(t *testing.T) {
 						t.Errorf("after a request of %d %s, %s has capacity %d, want retained %v (buffers %v)", n, shape.name, name, got[name], retain, got)
 					}
 				}
-				if len(wk.handles)+len(wk.recs)+len(wk.samples)+len(wk.hists)+len(wk.exs)+len(wk.preErrs)+len(wk.sampleErrs)+len(wk.histErrs)+len(wk.order) != 0 {
+				if len(wk.handles)+len(wk.recs)+len(wk.samples)+len(wk.hists)+len(wk.exs)+len(wk.preErrs)+len(wk.sampleErrs)+len(wk.histErrs)+len(wk.order)+len(wk.metas) != 0 {
 					t.Errorf("buffers not emptied after the request")
 				}
 				// What they held is cleared: the handles hold the TSDB's
@@ -124,6 +125,11 @@ func TestRetainedBuffersBounded(t *testing.T) {
 				for _, e := range wk.preErrs[:cap(wk.preErrs)] {
 					if e != nil {
 						t.Fatalf("a retained error still holds %v", e)
+					}
+				}
+				for _, m := range wk.metas[:cap(wk.metas)] {
+					if m != (metadata.Metadata{}) {
+						t.Fatalf("a retained metadata still holds %v", m)
 					}
 				}
 				for _, hs := range wk.hists[:cap(wk.hists)] {

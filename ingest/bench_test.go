@@ -26,6 +26,9 @@ type receiveCase struct {
 	// reshard, if true, lists the series of every encoded op in an order
 	// of its own (a 1.0 request's; see rwbench.Reshard).
 	reshard bool
+	// tracked, if true, adds impl=ingestkit-tracked: the WriteHandler
+	// with Options.TrackActiveSeries.
+	tracked bool
 }
 
 func receiveCases() []receiveCase {
@@ -38,10 +41,10 @@ func receiveCases() []receiveCase {
 		return func(tb testing.TB) []*workload.Request { return rwtest.Requests(tb, v) }
 	}
 	return []receiveCase{
-		{name: "typical-500", reqs: typical(500)},
+		{name: "typical-500", reqs: typical(500), tracked: true},
 		{name: "typical-5000", reqs: typical(5000)},
 		{name: "typical-20000", reqs: typical(20000)},
-		{name: "resharded-5000", reqs: typical(5000), reshard: true},
+		{name: "resharded-5000", reqs: typical(5000), reshard: true, tracked: true},
 		{name: "resharded-50000", reqs: typical(50000), reshard: true},
 		{name: "large-3x10MiB", reqs: func(testing.TB) []*workload.Request { return []*workload.Request{workload.Large(3, 10<<20)} }},
 		{name: "captured-rw1", reqs: captured(1)},
@@ -87,13 +90,22 @@ func receiveCases() []receiveCase {
 // its decoded request is past maxPooledRequest, so that each op's worker
 // gets a new Decoder afterwards.
 //
+// impl=ingestkit is the WriteHandler with the options the case needs and
+// no others: like Prometheus's handler, it tracks no active series. For
+// typical-500 and resharded-5000, impl=ingestkit-tracked is the same
+// handler with Options.TrackActiveSeries, to show what tracking costs.
+//
 // The multi-tenant case, tenants-100x500, is examples/receiver's
 // BenchmarkReceive, through the receiver's tenant router.
 func BenchmarkReceive(b *testing.B) {
 	for _, c := range receiveCases() {
 		reqs := c.reqs(b)
 		for _, status := range []string{"ok", "conflict"} {
-			for _, impl := range []string{"prometheus", "ingestkit"} {
+			impls := []string{"prometheus", "ingestkit"}
+			if c.tracked {
+				impls = append(impls, "ingestkit-tracked")
+			}
+			for _, impl := range impls {
 				b.Run(fmt.Sprintf("case=%s/status=%s/impl=%s", c.name, status, impl), func(b *testing.B) {
 					var rng *rand.Rand
 					if c.reshard {

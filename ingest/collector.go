@@ -125,7 +125,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	var s Stats
 	if c.h != nil {
 		c.h.UpdateStats(&s)
-		c.collect(ch, &s)
+		c.collect(ch, &s, c.h.tracker != nil)
 		return
 	}
 	for _, id := range c.t.Tenants() {
@@ -135,7 +135,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		clear(s.Owned) // reused by the next tenant's UpdateStats
 		h.UpdateStats(&s)
-		c.collect(ch, &s, id)
+		c.collect(ch, &s, h.tracker != nil, id)
 	}
 	ts := c.t.Stats()
 	ch <- prometheus.MustNewConstMetric(c.tenants, prometheus.GaugeValue, float64(ts.Tenants))
@@ -144,12 +144,14 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collect sends the metrics of one handler's Stats, with the tenant label
-// values l.
-func (c *statsCollector) collect(ch chan<- prometheus.Metric, s *Stats, l ...string) {
+// values l; active_series only for a handler that tracks active series.
+func (c *statsCollector) collect(ch chan<- prometheus.Metric, s *Stats, tracked bool, l ...string) {
 	for i, m := range statsCounters {
 		ch <- prometheus.MustNewConstMetric(c.counters[i], prometheus.CounterValue, float64(m.value(s)), l...)
 	}
-	ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(s.ActiveSeries), l...)
+	if tracked {
+		ch <- prometheus.MustNewConstMetric(c.active, prometheus.GaugeValue, float64(s.ActiveSeries), l...)
+	}
 	ch <- prometheus.MustNewConstMetric(c.cached, prometheus.GaugeValue, float64(s.Cache.Len), l...)
 	ch <- prometheus.MustNewConstMetric(c.refusedSeries, prometheus.CounterValue, float64(s.RefusedSeries), append(l, seriesLimitReason)...)
 	ch <- prometheus.MustNewConstMetric(c.refusedSamples, prometheus.CounterValue, float64(s.RefusedSamples), append(l, seriesLimitReason)...)

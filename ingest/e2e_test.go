@@ -36,7 +36,7 @@ func TestEndToEnd(t *testing.T) {
 func testEndToEnd(t *testing.T, store string) {
 	db := newBenchDB(t)
 	var exq storage.ExemplarQueryable = db
-	var opts ingest.Options
+	opts := ingest.Options{TrackActiveSeries: true}
 	if store == "ring" {
 		ring := exemplars.New(1000, exemplars.Options{})
 		exq, opts.Exemplars = ring, ingest.RingExemplars{Ring: ring}

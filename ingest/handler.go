@@ -124,9 +124,18 @@ type Options struct {
 	SeriesBudget *SeriesBudget
 
 	// ActiveSeries, if not nil, is the tracker of active series the
-	// handler updates with every series written, and MaxSeries reads;
-	// nil means one of the handler's own, with activeseries' defaults.
+	// handler updates with every series written, and MaxSeries reads
+	// ([Stats].ActiveSeries, the collector's active_series). Nil means
+	// one of the handler's own, with activeseries' defaults, if
+	// TrackActiveSeries or MaxSeries is set, and none otherwise: as
+	// Prometheus's handler, which tracks none, the handler then spends
+	// nothing on it (BenchmarkReceive, impl=ingestkit-tracked, measures
+	// what tracking costs).
 	ActiveSeries *activeseries.Tracker
+	// TrackActiveSeries makes the handler keep a tracker of its own when
+	// ActiveSeries is nil. A TenantWriteHandler's Options that set it
+	// give each tenant its own.
+	TrackActiveSeries bool
 
 	// Ring, if not nil, is asked for the owners of every series, which
 	// [Stats] counts per endpoint. The handler does not forward anything:
@@ -195,8 +204,9 @@ type Options struct {
 // [decode.Decoder] that walks the protobuf in place and hashes each
 // series' labels from the pairs it gathered, a [refcache.Cache] and the
 // request's appender ([Txn]) that find series the TSDB holds by that hash,
-// an interner of the strings of new series, an [activeseries.Tracker] of
-// active series, and optionally a [hashring.Ring] that reports owners.
+// an interner of the strings of new series, and optionally an
+// [activeseries.Tracker] of active series and a [hashring.Ring] that
+// reports owners.
 //
 // It answers every request as Prometheus's remote.NewWriteHandler of the
 // release it is built with does (status, error kinds and texts, 2.0
@@ -268,7 +278,7 @@ type Stats struct {
 	// BudgetSeries and BudgetSamples are the new series refused by
 	// Options.SeriesBudget, once per request, and their samples.
 	BudgetSeries, BudgetSamples int64
-	ActiveSeries                int // series seen since the last Purge that could drop them
+	ActiveSeries                int // series seen since the last Purge that could drop them; 0 without a tracker (Options.ActiveSeries)
 	// Cache is the ref cache's counts: its entries (Cache.Len), hits,
 	// misses, stores and purges.
 	Cache refcache.Stats
@@ -321,7 +331,7 @@ func newWriteHandler(logger *slog.Logger, opts Options) *WriteHandler {
 		})
 	}
 	tracker := opts.ActiveSeries
-	if tracker == nil {
+	if tracker == nil && (opts.TrackActiveSeries || opts.MaxSeries > 0) {
 		var err error
 		if tracker, err = activeseries.New(activeseries.Options{}); err != nil {
 			panic("ingest: " + err.Error()) // not reached: the zero options are valid
@@ -378,7 +388,10 @@ func (h *WriteHandler) UpdateStats(s *Stats) {
 	s.Series, s.NewSeries, s.InvalidSamples = c.series.Load(), c.newSeries.Load(), c.invalidSamples.Load()
 	s.RefusedSeries, s.RefusedSamples = c.refusedSeries.Load(), c.refusedSamples.Load()
 	s.BudgetSeries, s.BudgetSamples = c.budgetSeries.Load(), c.budgetSamples.Load()
-	s.ActiveSeries = h.tracker.Active()
+	s.ActiveSeries = 0
+	if h.tracker != nil {
+		s.ActiveSeries = h.tracker.Active()
+	}
 	h.cache.UpdateStats(&s.Cache)
 	if h.ring != nil {
 		if s.Owned == nil {
@@ -391,7 +404,7 @@ func (h *WriteHandler) UpdateStats(s *Stats) {
 }
 
 // Purge forgets the series of the ref cache and the active-series tracker
-// not seen since keepFrom, and returns how many each forgot. A program
+// (if the handler has one) not seen since keepFrom, and returns how many each forgot. A program
 // calls it periodically.
 //
 // If the cache dropped series, Purge also resets the interner (which the
@@ -405,7 +418,10 @@ func (h *WriteHandler) UpdateStats(s *Stats) {
 // Purge.
 func (h *WriteHandler) Purge(keepFrom time.Time) (cache, active int) {
 	ms := keepFrom.UnixMilli()
-	cache, active = h.cache.Purge(ms), h.tracker.Purge(ms)
+	cache = h.cache.Purge(ms)
+	if h.tracker != nil {
+		active = h.tracker.Purge(ms)
+	}
 	if cache > 0 {
 		h.strings.Reset()
 	}

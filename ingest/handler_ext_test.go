@@ -59,7 +59,7 @@ func TestRingOwners(t *testing.T) {
 // it with -race.
 func TestConcurrent(t *testing.T) {
 	db := newBenchDB(t)
-	r := ingest.NewWriteHandlerV2(nil, db, ingest.Options{})
+	r := ingest.NewWriteHandlerV2(nil, db, ingest.Options{TrackActiveSeries: true})
 	const workers, requests, series = 4, 20, 200
 	base := time.Now().Add(-time.Hour).UnixMilli()
 	errc := make(chan error, workers)

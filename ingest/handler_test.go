@@ -80,7 +80,7 @@ func TestSeriesString(t *testing.T) {
 // ref cache lets go of the interned strings, and that series appended
 // before it are still found and appended to after it.
 func TestPurgeResetsInterner(t *testing.T) {
-	r := NewWriteHandlerV2(nil, difftest.NewDB(t, 100_000, false), Options{})
+	r := NewWriteHandlerV2(nil, difftest.NewDB(t, 100_000, false), Options{TrackActiveSeries: true})
 	req := workload.Typical("purge", remoteapi.WriteV1MessageType, workload.TypicalSeries(50, ""))
 	base := time.Now().Add(-time.Hour).UnixMilli()
 	br := rwbench.NewRequest(remoteapi.WriteV1MessageType)

@@ -31,8 +31,8 @@ func newImpl(tb testing.TB, impl string, db *tsdb.DB, f difftest.Features) http.
 	switch impl {
 	case "prometheus":
 		return difftest.Oracle(db, f)
-	case "ingestkit":
-		return ingest.NewWriteHandlerV2(nil, db, ingest.Options{AppendMetadata: f.AppendMetadata, EnableTypeAndUnitLabels: f.TypeAndUnitLabels})
+	case "ingestkit", "ingestkit-tracked":
+		return ingest.NewWriteHandlerV2(nil, db, ingest.Options{AppendMetadata: f.AppendMetadata, EnableTypeAndUnitLabels: f.TypeAndUnitLabels, TrackActiveSeries: impl == "ingestkit-tracked"})
 	}
 	tb.Fatalf("unknown impl %q", impl)
 	return nil

@@ -119,8 +119,8 @@ type TenantOptions struct {
 // ingesters keep them: it reads the tenant of each request from a header,
 // asks a [TenantStorage] for the tenant's storage, and serves the request
 // with the tenant's [WriteHandler], made at its first request, which keeps
-// the tenant's ref cache, interner and active-series tracker across
-// requests. The TenantStorage owns the storages and their lifecycle.
+// the tenant's ref cache, interner and active-series tracker (if its
+// Options track active series) across requests. The TenantStorage owns the storages and their lifecycle.
 //
 // A request whose tenant header is not a valid tenant ID is answered 400
 // before anything is read or opened. A tenant's WriteHandler binds its ref

@@ -496,11 +496,14 @@ func (wk *worker) results(c *requestCounts, v2 bool) (code int, _ error, commit 
 }
 
 // track passes the series written by a committed request to the tracker
-// of active series: a float series with the others, in batches of
-// UpdateBatch; a histogram series, after the float ones before it, with
-// its bucket count.
+// of active series, if the handler has one: a float series with the
+// others, in batches of UpdateBatch; a histogram series, after the float
+// ones before it, with its bucket count.
 func (wk *worker) track(nowMs int64) {
 	tr := wk.h.tracker
+	if tr == nil {
+		return
+	}
 	for i := range wk.recs {
 		r := &wk.recs[i]
 		if !r.written {

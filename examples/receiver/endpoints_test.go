@@ -20,7 +20,7 @@ import (
 // TestEndpoints checks /metrics and /api/v1/series_count after a request.
 func TestEndpoints(t *testing.T) {
 	db := newBenchDB(t)
-	r := ingest.NewWriteHandlerV2(nil, db, ingest.Options{})
+	r := ingest.NewWriteHandlerV2(nil, db, ingest.Options{TrackActiveSeries: true}) // as receiverOptions
 	srv := httptest.NewServer(newMux(r, db, prometheus.NewRegistry()))
 	defer srv.Close()
 	body, err := workload.Typical("endpoints", remoteapi.WriteV2MessageType, workload.TypicalSeries(40, "")).Body(time.Now().UnixMilli())

@@ -245,6 +245,7 @@ func receiverOptions(c config, ring *hashring.Ring, ex *exemplars.Ring) ingest.O
 		Ring:                     ring,
 		Tenant:                   c.tenant,
 		MaxSeries:                c.maxSeriesPerTenant,
+		TrackActiveSeries:        true, // the stats and metrics report active series
 	}
 }
 

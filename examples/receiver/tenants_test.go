@@ -41,6 +41,7 @@ func newTestTenants(t *testing.T, opts tenantOptions) *tenants {
 	if opts.MaxExemplars == 0 {
 		opts.MaxExemplars = 1000
 	}
+	opts.Receiver.TrackActiveSeries = true // as receiverOptions sets it
 	tt, err := newTenants(opts)
 	if err != nil {
 		t.Fatal(err)

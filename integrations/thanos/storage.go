@@ -63,7 +63,7 @@ func (s *TenantStorage) TenantAppendable(tenant string) (receive.Appendable, err
 		return a, err
 	}
 	tc := s.caches.tenant(tenant, a)
-	return &appendable{storage: a, cache: tc.cache, db: tc.appendable(a)}, nil
+	return tc.bound(a).wrapped, nil
 }
 
 // Cache returns tenant's cache, for its [refcache.Cache.Stats], or nil if no
@@ -95,29 +95,40 @@ type tenantCaches struct {
 type tenantCache struct {
 	cache *refcache.Cache
 	pool  sync.Pool // of *writeState
+	// apps are a TenantStorage's appenders of the tenant, committed or
+	// rolled back and so free for the next transaction (storage.Appender's
+	// contract: an appender is not used after either).
+	apps sync.Pool // of *appender
 
 	// db is the storage.Appendable of the last appendable a Writer wrote
 	// to, made once per appendable rather than once per request.
 	db atomic.Pointer[appendableOf]
 }
 
-// appendableOf is a tenant's appendable as a storage.Appendable.
+// appendableOf is a tenant's appendable as a storage.Appendable, and as
+// the appendable a TenantStorage hands out for it.
 type appendableOf struct {
-	key receive.Appendable
-	db  storage.Appendable
+	key     receive.Appendable
+	db      storage.Appendable
+	wrapped *appendable
 }
 
 // appendable returns a as a storage.Appendable, the same value while a is
 // the same.
-func (tc *tenantCache) appendable(a receive.Appendable) storage.Appendable {
+func (tc *tenantCache) appendable(a receive.Appendable) storage.Appendable { return tc.bound(a).db }
+
+// bound returns a's appendableOf, made once per appendable rather than once
+// per request.
+func (tc *tenantCache) bound(a receive.Appendable) *appendableOf {
 	if p := tc.db.Load(); p != nil && p.key == a {
-		return p.db
+		return p
 	}
 	// A pointer: the cache compares storages, and a struct holding an
 	// interface costs reflection's allocations to compare safely.
 	p := &appendableOf{key: a, db: &prometheusAppendable{a}}
+	p.wrapped = &appendable{storage: a, cache: tc.cache, db: p.db, tc: tc}
 	tc.db.Store(p)
-	return p.db
+	return p
 }
 
 // comparable reports whether a can be compared with ==, as the caches bind
@@ -195,19 +206,30 @@ type appendable struct {
 	storage receive.Appendable
 	cache   *refcache.Cache
 	db      storage.Appendable
+	tc      *tenantCache // whose apps the appenders come from
 }
 
 // Appender opens a transaction on the tenant's storage, as Thanos's Writer
 // does for each request, and returns an appender over it that resolves
 // series through the tenant's cache. An error of the storage, such as
 // receive.ErrNotReady, is returned as it is.
+//
+// The appender is reused once committed or rolled back, as
+// storage.Appender's contract allows: it must not be used after either.
 func (a *appendable) Appender(ctx context.Context) (storage.Appender, error) {
-	app := &appender{}
-	app.ik = refcache.NewAppender(ctx, a.db, a.cache, time.Now().UnixMilli())
+	now := time.Now().UnixMilli()
+	app, _ := a.tc.apps.Get().(*appender)
+	if app == nil {
+		app = &appender{ik: refcache.NewAppender(ctx, a.db, a.cache, now)}
+	} else {
+		app.ik.Reset(ctx, a.db, now)
+	}
 	if n, ok := app.ik.Wrapped().(notOpened); ok {
+		a.tc.apps.Put(app)
 		return nil, n.err
 	}
 	app.Appender = app.ik.Wrapped()
+	app.pool = &a.tc.apps
 	return app, nil
 }
 
@@ -250,6 +272,8 @@ type appender struct {
 	// in Thanos alias the request.
 	series knownSeries
 	h      refcache.Handle
+
+	pool *sync.Pool // where Commit and Rollback put the appender back
 }
 
 // GetRef returns the ref and the TSDB's labels of the series of lset,
@@ -334,12 +358,31 @@ func refOf(h *refcache.Handle, err error) (storage.SeriesRef, error) {
 }
 
 // Commit commits the transaction and adds its lookups to the cache's
-// counts.
-func (a *appender) Commit() error { return a.ik.Commit() }
+// counts. The appender must not be used after it.
+func (a *appender) Commit() error {
+	err := a.ik.Commit()
+	a.release()
+	return err
+}
 
 // Rollback rolls the transaction back and adds its lookups to the cache's
-// counts.
-func (a *appender) Rollback() error { return a.ik.Rollback() }
+// counts. The appender must not be used after it.
+func (a *appender) Rollback() error {
+	err := a.ik.Rollback()
+	a.release()
+	return err
+}
+
+// release puts the appender back in its pool, holding neither the
+// request's labels nor the head's nor the transaction.
+func (a *appender) release() {
+	a.Appender = nil
+	a.series, a.h = knownSeries{}, refcache.Handle{}
+	if p := a.pool; p != nil {
+		a.pool = nil
+		p.Put(a)
+	}
+}
 
 // knownSeries is a series whose labels and hash the Writer already has, as
 // refcache's appenders look series up. Its labels are returned as they are:

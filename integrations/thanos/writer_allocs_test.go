@@ -15,13 +15,16 @@ import (
 )
 
 // TestWriterAllocs requires a Write of 100 series the cache holds to make
-// no more allocations than Thanos's Writer makes for the same request.
+// no more allocations than Thanos's Writer makes for the same request, with
+// the Writer in its place and with Thanos's over a TenantStorage (whose
+// appendables and appenders are reused from request to request).
 func TestWriterAllocs(t *testing.T) {
 	opts := &receive.WriterOptions{}
-	thanosStorage, ikStorage := openTenants(t, []string{"a"}, "x"), openTenants(t, []string{"a"}, "x")
+	thanosStorage, ikStorage, wrapped := openTenants(t, []string{"a"}, "x"), openTenants(t, []string{"a"}, "x"), openTenants(t, []string{"a"}, "x")
 	writers := map[string]writer{
-		"thanos":    receive.NewWriter(log.NewNopLogger(), thanosStorage, opts),
-		"ingestkit": NewWriter(log.NewNopLogger(), ikStorage, opts),
+		"thanos":        receive.NewWriter(log.NewNopLogger(), thanosStorage, opts),
+		"ingestkit":     NewWriter(log.NewNopLogger(), ikStorage, opts),
+		"tenantstorage": receive.NewWriter(log.NewNopLogger(), NewTenantStorage(wrapped), opts),
 	}
 	allocs := map[string]float64{}
 	for name, w := range writers {
@@ -43,7 +46,9 @@ func TestWriterAllocs(t *testing.T) {
 		allocs[name] = testing.AllocsPerRun(2000, write)
 	}
 	t.Logf("allocations per Write of 100 known series: %v", allocs)
-	if allocs["ingestkit"] > allocs["thanos"] {
-		t.Errorf("Writer: %v allocations per Write, Thanos's %v", allocs["ingestkit"], allocs["thanos"])
+	for _, name := range []string{"ingestkit", "tenantstorage"} {
+		if allocs[name] > allocs["thanos"] {
+			t.Errorf("%s: %v allocations per Write, Thanos's %v", name, allocs[name], allocs["thanos"])
+		}
 	}
 }

@@ -25,8 +25,10 @@
 // integrations/thanos, whose benchmarks run Thanos's own cases with
 // Thanos's code and with ingestkit's: they need dependencies that the
 // library's go.mod does not have, and their go commands run in the
-// module's directory, with the variables of its benchall.env. Flags select fewer packages or runs, for
-// a quick check:
+// module's directory, with the variables of its benchall.env. A package
+// whose directory has a benchnotes.md gets its text after its tables: what
+// limits the ratios and which part is upstream's, in words, as the figures
+// are the tables'. Flags select fewer packages or runs, for a quick check:
 //
 //	go run ./internal/cmd/benchall -list
 //	go run ./internal/cmd/benchall -pkgs ./labels -modules '' -count 1 -benchtime 100x -out /tmp/BENCHMARKS.md
@@ -155,7 +157,7 @@ func run(c config, log io.Writer) error {
 	load := loadAverage()
 	var md bytes.Buffer
 	cpu := ""
-	type section struct{ pkg, cmd, table, code, reused string }
+	type section struct{ pkg, cmd, table, code, reused, notes string }
 	var sections []section
 	var reusedSpan span // of the tables taken from earlier runs (-reuse)
 	head, err := codeVersion()
@@ -233,7 +235,11 @@ func run(c config, log io.Writer) error {
 			}
 			table.Write(t)
 		}
-		sections = append(sections, section{p.importPath, strings.Join(cmds, "\n"), table.String(), strings.Join(codes, ", "), strings.Join(reused, ", ")})
+		notes, err := packageNotes(p.dir)
+		if err != nil {
+			return err
+		}
+		sections = append(sections, section{p.importPath, strings.Join(cmds, "\n"), table.String(), strings.Join(codes, ", "), strings.Join(reused, ", "), notes})
 	}
 	var codes []string
 	for _, s := range sections {
@@ -287,12 +293,34 @@ func run(c config, log io.Writer) error {
 		if n := sectionNote(s.code, perSection, s.reused); n != "" {
 			fmt.Fprintf(&md, "\n%s\n", n)
 		}
+		if s.notes != "" {
+			fmt.Fprintf(&md, "\n%s\n", s.notes)
+		}
 	}
 	if err := os.WriteFile(c.out, md.Bytes(), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "benchall: wrote %s (%d packages)\n", c.out, len(sections))
 	return nil
+}
+
+// notesFile is the file of a package's directory whose text benchall
+// writes after the package's tables: what the tables alone do not say, such
+// as what limits a ratio and which part of it is upstream's. It holds no
+// figures, which are the tables', so that it stays true from run to run.
+const notesFile = "benchnotes.md"
+
+// packageNotes returns the text of dir's notesFile, trimmed, or "" if dir
+// has none.
+func packageNotes(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, notesFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // dropHeader removes benchstat's goos, goarch, pkg and cpu lines, which

@@ -250,3 +250,18 @@ func TestSectionNote(t *testing.T) {
 		}
 	}
 }
+
+// TestPackageNotes checks that a package's benchnotes.md is read, trimmed,
+// and that a package without one has no notes.
+func TestPackageNotes(t *testing.T) {
+	dir := t.TempDir()
+	if got, err := packageNotes(dir); err != nil || got != "" {
+		t.Fatalf("packageNotes(no file) = %q, %v; want \"\", nil", got, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, notesFile), []byte("\n### Limits\n\nThe head's commit.\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := packageNotes(dir); err != nil || got != "### Limits\n\nThe head's commit." {
+		t.Fatalf("packageNotes = %q, %v; want the file's text, trimmed", got, err)
+	}
+}

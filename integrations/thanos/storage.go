@@ -100,8 +100,9 @@ type tenantCache struct {
 	// contract: an appender is not used after either).
 	apps sync.Pool // of *appender
 
-	// db is the storage.Appendable of the last appendable a Writer wrote
-	// to, made once per appendable rather than once per request.
+	// db is the last appendable a Writer or a TenantStorage served, as a
+	// storage.Appendable and as a TenantStorage's wrapper, made once per
+	// appendable rather than once per request.
 	db atomic.Pointer[appendableOf]
 }
 

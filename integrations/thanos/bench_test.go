@@ -119,9 +119,8 @@ func newWriter(impl string, s receive.TenantStorage) writer {
 // headFloor writes a request's samples by the refs of its series and
 // commits, as a writer with a free lookup would: its first Write appends
 // by labels and keeps the refs, every later one appends the same series by
-// those refs. It is BenchmarkWriter's
-// impl=head-floor, valid only for the same request written again and
-// again.
+// those refs. It is BenchmarkWriter's impl=head-floor, valid only for the
+// same request written again and again.
 type headFloor struct {
 	storage receive.TenantStorage
 	refs    []storage.SeriesRef
